@@ -1,0 +1,3 @@
+from envdoctor.cli import main
+
+main()

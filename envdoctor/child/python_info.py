@@ -1,0 +1,31 @@
+"""Runs inside the target interpreter: says what kind of Python and environment it is.
+
+Standard library only, old syntax: it must run on any Python a user points envdoctor at.
+"""
+
+import json
+import os
+import platform
+import struct
+import sys
+
+
+def main():
+    base_prefix = getattr(sys, "base_prefix", getattr(sys, "real_prefix", sys.prefix))
+    data = {
+        "record": "python",
+        "executable": sys.executable,
+        "version": "%d.%d.%d" % sys.version_info[:3],
+        "implementation": platform.python_implementation(),
+        "bits": struct.calcsize("P") * 8,
+        "prefix": sys.prefix,
+        "is_venv": sys.prefix != base_prefix,
+        "is_conda": os.path.isdir(os.path.join(sys.prefix, "conda-meta")),
+        "free_threaded": bool(getattr(sys, "_is_gil_enabled", lambda: True)() is False),
+    }
+    sys.stdout.write(json.dumps(data, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,239 @@
+"""The command line: options -> engine -> renderer -> exit code. No diagnosis logic lives here.
+
+Exit codes: 0 healthy (warnings allowed unless --strict), 1 problems found, 2 envdoctor could not
+run as asked (bad option, unreadable input, an interpreter that does not run).
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from typing import TYPE_CHECKING, NoReturn, Optional
+
+import typer
+
+from envdoctor import __version__
+
+if TYPE_CHECKING:
+    from envdoctor.model import Report
+
+EXIT_USAGE = 2
+
+app = typer.Typer(
+    name="envdoctor",
+    help="Tells whether PyTorch will really work on this machine, why not, and the command that "
+    "fixes it.\n\nExit codes: 0 healthy (warnings allowed unless --strict), 1 problems found, "
+    "2 envdoctor could not run as asked.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+class OutputFormat(str, Enum):
+    console = "console"
+    json = "json"
+
+
+def fail(message: str) -> NoReturn:
+    """One line on stderr and exit 2: envdoctor could not do what was asked."""
+    typer.echo(f"envdoctor: error: {message}", err=True)
+    raise typer.Exit(EXIT_USAGE)
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"envdoctor {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version_callback, is_eager=True, help="Print the version."
+    ),
+) -> None:
+    """Tells whether PyTorch will really work on this machine, why not, and how to fix it."""
+
+
+def _check_timeout(timeout: float) -> None:
+    if not 1 <= timeout <= 3600:
+        fail(f"--timeout {timeout:g}: expected seconds between 1 and 3600")
+
+
+def _live_report_inputs(python: str | None, timeout: float):  # type: ignore[no-untyped-def]
+    from envdoctor.engine import run_probes
+    from envdoctor.host.live import LiveHost
+    from envdoctor.probes import CheckOptions, ProbeContext
+    from envdoctor.target import TargetError, resolve_target
+
+    host = LiveHost()
+    try:
+        target = resolve_target(host, python)
+    except TargetError as exc:
+        fail(str(exc))
+    ctx = ProbeContext(host=host, target=target, options=CheckOptions(timeout=timeout))
+    return host.platform(), target.interpreter, run_probes(ctx)
+
+
+def _write(text: str, output: str | None) -> None:
+    if output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    try:
+        with open(output, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        fail(f"--output {output}: cannot be written ({exc.strerror or exc})")
+
+
+def _emit(report: Report, fmt: OutputFormat, verbose: bool, output: str | None) -> None:
+    if fmt is OutputFormat.json:
+        from envdoctor.render.json_report import render_json
+
+        _write(render_json(report), output)
+        return
+    from envdoctor.render.console import make_console, render_console
+
+    if output is None:
+        render_console(report, make_console(), verbose)
+        return
+    import io
+
+    buffer = io.StringIO()
+    render_console(report, make_console(buffer, no_color=True), verbose)
+    _write(buffer.getvalue(), output)
+
+
+@app.command()
+def check(
+    fmt: OutputFormat = typer.Option(
+        OutputFormat.console, "--format", "-f", help="Output format.", case_sensitive=False
+    ),
+    python: Optional[str] = typer.Option(
+        None,
+        "--python",
+        help="The interpreter to examine (default: $VIRTUAL_ENV, $CONDA_PREFIX, "
+        "else the one envdoctor runs in).",
+    ),
+    from_snapshot: Optional[str] = typer.Option(
+        None, "--from", help="Diagnose a snapshot written by `envdoctor snapshot` instead."
+    ),
+    timeout: float = typer.Option(60.0, "--timeout", help="Seconds the whole check may take."),
+    strict: bool = typer.Option(False, "--strict", help="Treat warnings as failures (exit 1)."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the facts behind each area."),
+    output: Optional[str] = typer.Option(None, "--output", "-o", help="Write the report to FILE."),
+) -> None:
+    """Examine this machine (or a snapshot) and report what stops PyTorch from working."""
+    from envdoctor.engine import diagnose
+
+    _check_timeout(timeout)
+    if from_snapshot is not None:
+        if python is not None:
+            fail("--from and --python cannot be combined: a snapshot already names its interpreter")
+        from envdoctor.snapshot import SnapshotError, load
+
+        try:
+            snap = load(from_snapshot)
+        except SnapshotError as exc:
+            fail(str(exc))
+        report = diagnose(snap.platform, snap.interpreter, snap.probes, strict=strict, source=from_snapshot)
+    else:
+        platform, interpreter, probes = _live_report_inputs(python, timeout)
+        report = diagnose(platform, interpreter, probes, strict=strict)
+    _emit(report, fmt, verbose, output)
+    raise typer.Exit(report.exit_code)
+
+
+@app.command()
+def snapshot(
+    output: Optional[str] = typer.Option(None, "--output", "-o", help="File to write (default: stdout)."),
+    python: Optional[str] = typer.Option(None, "--python", help="The interpreter to examine."),
+    timeout: float = typer.Option(60.0, "--timeout", help="Seconds the probes may take."),
+    description: str = typer.Option("", "--description", help="A note stored in the snapshot."),
+) -> None:
+    """Record what the probes see here (credentials redacted), to diagnose elsewhere with --from."""
+    from envdoctor.snapshot import Snapshot, dumps
+
+    _check_timeout(timeout)
+    platform, interpreter, probes = _live_report_inputs(python, timeout)
+    text = dumps(Snapshot(platform, interpreter, probes, description=description))
+    _write(text, output)
+    if output is not None:
+        typer.echo(f"envdoctor: snapshot written to {output}", err=True)
+
+
+@app.command("rules")
+def list_rules(
+    fmt: OutputFormat = typer.Option(OutputFormat.console, "--format", "-f", case_sensitive=False),
+) -> None:
+    """List every rule: code, name, severity and what it checks."""
+    from envdoctor.rules import RULES
+
+    if fmt is OutputFormat.json:
+        import json
+
+        rows = [
+            {
+                "code": r.code,
+                "name": r.name,
+                "severity": r.severity.value,
+                "area": r.area,
+                "summary": r.summary,
+            }
+            for r in RULES
+        ]
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    width = max(len(r.name) for r in RULES)
+    for rule in RULES:
+        typer.echo(f"{rule.code}  {rule.name:<{width}}  {rule.severity.value:<7}  {rule.summary}")
+
+
+@app.command()
+def explain(code: str = typer.Argument(..., help="A rule code such as ED101, or its name.")) -> None:
+    """Print a rule's documentation: what it checks, why it matters, how to fix it."""
+    from envdoctor.rules import RULES
+
+    wanted = code.strip()
+    for rule in RULES:
+        if wanted.upper() == rule.code or wanted.lower() == rule.name:
+            typer.echo(f"{rule.code} {rule.name} ({rule.severity.value}, area: {rule.area})")
+            typer.echo(f"{rule.summary}\n")
+            for heading, text in (
+                ("What it checks", rule.doc.what),
+                ("Why it matters", rule.doc.why),
+                ("How to fix", rule.doc.fix),
+                ("Example", rule.doc.example),
+            ):
+                typer.echo(f"{heading}:\n  {text}\n")
+            return
+    fail(f"unknown rule {code!r}; expected a code like ED101 (see `envdoctor rules`)")
+
+
+def main() -> None:
+    """Entry point: usage errors become one line and exit 2, never a traceback."""
+    try:
+        rc = app(standalone_mode=False)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+    except Exception as exc:
+        # Click's exceptions (typer vendors click in newer releases, so match by shape, not class).
+        if type(exc).__name__ == "NoArgsIsHelpError":  # the help was already printed
+            sys.exit(0)
+        if type(exc).__name__ == "Abort":
+            sys.exit(130)
+        if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
+            ctx = getattr(exc, "ctx", None)
+            hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+            typer.echo(f"envdoctor: error: {exc.format_message()}{hint}", err=True)
+            sys.exit(EXIT_USAGE)
+        raise
+    sys.exit(rc if isinstance(rc, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

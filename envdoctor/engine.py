@@ -1,0 +1,163 @@
+"""Runs the probes concurrently, each time-bounded, then the rules; builds the Report.
+
+A probe that raises or outlives its timeout becomes a ProbeResult saying so; the others still
+report. Slow probes (the torch child) start first so the rest hide behind them.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from envdoctor import __version__
+from envdoctor.model import (
+    AreaVerdict,
+    Finding,
+    Interpreter,
+    PlatformInfo,
+    ProbeResult,
+    ProbeStatus,
+    Report,
+    Severity,
+)
+from envdoctor.probes import PROBES, NotApplicable, ProbeContext, ProbeSpec
+from envdoctor.rules import RULES, Rule, RuleContext
+
+
+@dataclass
+class _Slot:
+    result: ProbeResult | None = None
+
+
+def _run_one(probe: ProbeSpec, ctx: ProbeContext, slot: _Slot) -> None:
+    started = time.perf_counter()
+    try:
+        facts = probe.collect(ctx)
+        slot.result = ProbeResult(probe.name, ProbeStatus.OK, time.perf_counter() - started, facts)
+    except NotApplicable as reason:
+        slot.result = ProbeResult(
+            probe.name, ProbeStatus.NOT_APPLICABLE, time.perf_counter() - started, error=str(reason)
+        )
+    except Exception as exc:  # a probe bug must not take the report down
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        slot.result = ProbeResult(
+            probe.name,
+            ProbeStatus.FAILED,
+            time.perf_counter() - started,
+            error=f"{type(exc).__name__}: {exc} (at {where.name}:{where.lineno})",
+        )
+
+
+def run_probes(ctx: ProbeContext, probes: Sequence[ProbeSpec] = PROBES) -> tuple[ProbeResult, ...]:
+    started = time.perf_counter()
+    slots: dict[str, _Slot] = {}
+    threads: dict[str, threading.Thread] = {}
+    for probe in sorted(probes, key=lambda p: not p.slow):
+        slot = slots[probe.name] = _Slot()
+        # Daemon threads: a probe stuck in native code cannot keep envdoctor from exiting.
+        thread = threading.Thread(
+            target=_run_one, args=(probe, ctx, slot), name=f"probe-{probe.name}", daemon=True
+        )
+        thread.start()
+        threads[probe.name] = thread
+    results = []
+    for probe in probes:
+        limit = min(probe.timeout, ctx.options.timeout)
+        remaining = started + limit - time.perf_counter()
+        threads[probe.name].join(max(0.0, remaining))
+        result = slots[probe.name].result
+        if result is None:
+            result = ProbeResult(
+                probe.name,
+                ProbeStatus.TIMEOUT,
+                time.perf_counter() - started,
+                error=f"no answer within {limit:.0f} s",
+            )
+        results.append(result)
+    return tuple(results)
+
+
+def evaluate(ctx: RuleContext, rules: Sequence[Rule] = RULES) -> tuple[Finding, ...]:
+    findings: list[Finding] = []
+    for rule in rules:
+        if any(ctx.get(kind) is None for kind in rule.needs):
+            continue
+        try:
+            hits = list(rule.check(ctx))
+        except Exception as exc:  # a rule bug is reported, never raised
+            findings.append(
+                Finding(
+                    code=rule.code,
+                    name=rule.name,
+                    severity=Severity.WARNING,
+                    title=f"envdoctor could not evaluate {rule.code} ({rule.name})",
+                    detail=f"{type(exc).__name__}: {exc}",
+                    area=rule.area,
+                )
+            )
+            continue
+        findings.extend(
+            Finding(
+                code=rule.code,
+                name=rule.name,
+                severity=rule.severity,
+                title=hit.title,
+                detail=hit.detail,
+                area=rule.area,
+                evidence=hit.evidence,
+                fixes=hit.fixes,
+            )
+            for hit in hits
+        )
+    findings.sort(key=lambda f: (-f.severity.rank, f.code))
+    return tuple(findings)
+
+
+def area_verdicts(
+    probes: tuple[ProbeResult, ...], findings: tuple[Finding, ...], specs: Sequence[ProbeSpec] = PROBES
+) -> tuple[AreaVerdict, ...]:
+    by_name = {p.name: p for p in specs}
+    verdicts = []
+    for result in probes:
+        spec = by_name.get(result.probe)
+        if spec is None:
+            continue
+        worst = max((f.severity for f in findings if f.area == result.probe), default=Severity.OK)
+        if result.status is ProbeStatus.OK:
+            try:
+                verdict = spec.describe_any(result.facts)
+            except Exception as exc:  # describing must never cost the report
+                verdict = f"(could not describe: {type(exc).__name__})"
+        elif result.status is ProbeStatus.NOT_APPLICABLE:
+            verdict = f"not applicable: {result.error}"
+        else:
+            worst = max(worst, Severity.WARNING)
+            verdict = f"{result.status.value}: {result.error}"
+        verdicts.append(AreaVerdict(result.probe, spec.title, worst, verdict))
+    return tuple(verdicts)
+
+
+def diagnose(
+    platform: PlatformInfo,
+    interpreter: Interpreter,
+    probes: tuple[ProbeResult, ...],
+    *,
+    strict: bool = False,
+    source: str = "live",
+    rules: Sequence[Rule] = RULES,
+) -> Report:
+    ctx = RuleContext.build(platform, interpreter, probes)
+    findings = evaluate(ctx, rules)
+    return Report(
+        envdoctor_version=__version__,
+        interpreter=interpreter,
+        platform=platform,
+        probes=probes,
+        findings=findings,
+        strict=strict,
+        source=source,
+        areas=area_verdicts(probes, findings),
+    )

@@ -1,0 +1,99 @@
+"""The Host protocol: the one door between envdoctor and the operating system.
+
+Probes receive a Host and never touch the OS themselves, so every probe runs the same code against
+the live machine, a recorded Windows machine, or a fake in a test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from envdoctor.model import PlatformInfo
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """The outcome of running a program: it may not start, may time out, or may exit non-zero."""
+
+    returncode: int | None
+    stdout: str = ""
+    stderr: str = ""
+    timed_out: bool = False
+    start_error: str | None = None  # "not found", "permission denied", ...
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out and self.start_error is None
+
+
+@dataclass(frozen=True)
+class ChildOutcome:
+    """A stdlib-only script run in some interpreter: the JSON records it printed and how it ended.
+
+    `records` are the raw JSON objects, one per stdout line; the probe that asked turns them into
+    typed facts at once. `signal` is set when the child died of a signal (a segfault is 11).
+    """
+
+    records: tuple[Mapping[str, Any], ...]
+    returncode: int | None
+    signal: int | None = None
+    timed_out: bool = False
+    start_error: str | None = None
+    stderr_tail: str = ""
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class MemoryInfo:
+    total_bytes: int
+    available_bytes: int
+
+
+@dataclass(frozen=True)
+class DiskInfo:
+    total_bytes: int
+    free_bytes: int
+
+
+class Host(Protocol):
+    """Everything a probe may ask of the machine."""
+
+    @property
+    def env(self) -> Mapping[str, str]: ...
+
+    @property
+    def own_python(self) -> str:
+        """The interpreter envdoctor itself runs in (where pynvml is installed)."""
+        ...
+
+    def platform(self) -> PlatformInfo: ...
+
+    def cpu_count(self) -> int | None: ...
+
+    def memory(self) -> MemoryInfo | None: ...
+
+    def disk_usage(self, path: str) -> DiskInfo | None: ...
+
+    def cwd(self) -> str: ...
+
+    def which(self, name: str) -> str | None: ...
+
+    def exists(self, path: str) -> bool: ...
+
+    def is_dir(self, path: str) -> bool: ...
+
+    def read_text(self, path: str) -> str:
+        """The file's text; raises OSError when it cannot be read."""
+        ...
+
+    def list_dir(self, path: str) -> tuple[str, ...]:
+        """Entry names in a folder; raises OSError when it cannot be listed."""
+        ...
+
+    def run(self, argv: Sequence[str], timeout: float) -> CommandResult: ...
+
+    def python_json(self, interpreter: str, script: str, args: Sequence[str], timeout: float) -> ChildOutcome:
+        """Run a child script (a file name in envdoctor/child) in `interpreter`."""
+        ...

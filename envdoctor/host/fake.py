@@ -1,0 +1,98 @@
+"""A scripted host: answers from recorded values, so probes run for real against any machine's inputs.
+
+Tests use it to stand in for NVML, subprocesses, files and (later) the Windows registry, while the
+probe code under test is the same code the live host runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Union
+
+from envdoctor.host.base import ChildOutcome, CommandResult, DiskInfo, MemoryInfo
+from envdoctor.model import PlatformInfo
+
+ChildAnswer = Union[ChildOutcome, Callable[[str, Sequence[str], float], ChildOutcome]]
+
+
+@dataclass
+class FakeHost:
+    platform_info: PlatformInfo = field(
+        default_factory=lambda: PlatformInfo("Linux", "6.1.0", "#1 SMP", "x86_64")
+    )
+    environ: dict[str, str] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)
+    dirs: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    unreadable: set[str] = field(default_factory=set)
+    programs: dict[str, str] = field(default_factory=dict)  # name -> path for which()
+    commands: dict[tuple[str, ...], CommandResult] = field(default_factory=dict)
+    children: dict[str, ChildAnswer] = field(default_factory=dict)  # script -> answer
+    python: str = "/usr/bin/python3"
+    working_dir: str = "/home/user/project"
+    cpus: int | None = 8
+    mem: MemoryInfo | None = field(default_factory=lambda: MemoryInfo(32 * 2**30, 20 * 2**30))
+    disk: DiskInfo | None = field(default_factory=lambda: DiskInfo(500 * 2**30, 200 * 2**30))
+    calls: list[tuple[str, ...]] = field(default_factory=list)
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        return self.environ
+
+    @property
+    def own_python(self) -> str:
+        return self.python
+
+    def platform(self) -> PlatformInfo:
+        return self.platform_info
+
+    def cpu_count(self) -> int | None:
+        return self.cpus
+
+    def memory(self) -> MemoryInfo | None:
+        return self.mem
+
+    def disk_usage(self, path: str) -> DiskInfo | None:
+        return self.disk
+
+    def cwd(self) -> str:
+        return self.working_dir
+
+    def which(self, name: str) -> str | None:
+        return self.programs.get(name)
+
+    def exists(self, path: str) -> bool:
+        return path in self.files or path in self.dirs or path in self.unreadable
+
+    def is_dir(self, path: str) -> bool:
+        return path in self.dirs
+
+    def read_text(self, path: str) -> str:
+        if path in self.unreadable:
+            raise PermissionError(13, "Permission denied", path)
+        if path in self.dirs:
+            raise IsADirectoryError(21, "Is a directory", path)
+        if path not in self.files:
+            raise FileNotFoundError(2, "No such file or directory", path)
+        return self.files[path]
+
+    def list_dir(self, path: str) -> tuple[str, ...]:
+        if path not in self.dirs:
+            raise FileNotFoundError(2, "No such file or directory", path)
+        return self.dirs[path]
+
+    def run(self, argv: Sequence[str], timeout: float) -> CommandResult:
+        key = tuple(argv)
+        self.calls.append(key)
+        if key in self.commands:
+            return self.commands[key]
+        return CommandResult(returncode=None, start_error="not found")
+
+    def python_json(self, interpreter: str, script: str, args: Sequence[str], timeout: float) -> ChildOutcome:
+        self.calls.append((interpreter, script, *args))
+        answer = self.children.get(script)
+        if answer is None:
+            return ChildOutcome(records=(), returncode=None, start_error="not found")
+        if callable(answer):
+            return answer(interpreter, args, timeout)
+        return answer

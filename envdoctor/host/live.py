@@ -1,0 +1,179 @@
+"""The live host: the real machine, reached through the standard library and psutil."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from envdoctor.host.base import ChildOutcome, CommandResult, DiskInfo, MemoryInfo
+from envdoctor.model import PlatformInfo
+
+CHILD_DIR = Path(__file__).resolve().parent.parent / "child"
+_STDERR_TAIL = 4000
+
+
+class LiveHost:
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        self._env = dict(os.environ if environ is None else environ)
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        return self._env
+
+    @property
+    def own_python(self) -> str:
+        return sys.executable
+
+    def platform(self) -> PlatformInfo:
+        return PlatformInfo(
+            system=platform.system(),
+            release=platform.release(),
+            version=platform.version(),
+            machine=platform.machine(),
+        )
+
+    def cpu_count(self) -> int | None:
+        return os.cpu_count()
+
+    def memory(self) -> MemoryInfo | None:
+        try:
+            import psutil
+
+            vm = psutil.virtual_memory()
+        except Exception:  # psutil missing or unsupported platform: the fact is simply unknown
+            return None
+        return MemoryInfo(total_bytes=int(vm.total), available_bytes=int(vm.available))
+
+    def disk_usage(self, path: str) -> DiskInfo | None:
+        try:
+            usage = shutil.disk_usage(path)
+        except OSError:
+            return None
+        return DiskInfo(total_bytes=usage.total, free_bytes=usage.free)
+
+    def cwd(self) -> str:
+        return os.getcwd()
+
+    def which(self, name: str) -> str | None:
+        return shutil.which(name, path=self._env.get("PATH"))
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def is_dir(self, path: str) -> bool:
+        return os.path.isdir(path)
+
+    def read_text(self, path: str) -> str:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+
+    def list_dir(self, path: str) -> tuple[str, ...]:
+        return tuple(sorted(os.listdir(path)))
+
+    def run(self, argv: Sequence[str], timeout: float) -> CommandResult:
+        try:
+            proc = _start(argv, self._env)
+        except OSError as exc:
+            return CommandResult(returncode=None, start_error=_describe_start_error(exc))
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            out, err = _kill(proc)
+            return CommandResult(returncode=None, stdout=out, stderr=err, timed_out=True)
+        return CommandResult(returncode=proc.returncode, stdout=out, stderr=err)
+
+    def python_json(self, interpreter: str, script: str, args: Sequence[str], timeout: float) -> ChildOutcome:
+        argv = [interpreter, str(CHILD_DIR / script), *args]
+        started = time.perf_counter()
+        env = dict(self._env)
+        # The child's records are ASCII JSON; this keeps a legacy console code page from mangling
+        # any message text torch prints on stderr.
+        env.setdefault("PYTHONIOENCODING", "utf-8")
+        try:
+            proc = _start(argv, env)
+        except OSError as exc:
+            return ChildOutcome(records=(), returncode=None, start_error=_describe_start_error(exc))
+        timed_out = False
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            out, err = _kill(proc)
+            timed_out = True
+        code = proc.returncode
+        died_of = -code if (code is not None and code < 0) else None
+        return ChildOutcome(
+            records=parse_records(out),
+            returncode=None if timed_out else code,
+            signal=None if timed_out else died_of,
+            timed_out=timed_out,
+            stderr_tail=err[-_STDERR_TAIL:],
+            seconds=time.perf_counter() - started,
+        )
+
+
+def parse_records(stdout: str) -> tuple[Mapping[str, Any], ...]:
+    """Every stdout line that is a JSON object; anything else a library printed is skipped."""
+    records = []
+    for line in stdout.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            records.append(value)
+    return tuple(records)
+
+
+def _start(argv: Sequence[str], env: Mapping[str, str]) -> subprocess.Popen[str]:
+    extra: dict[str, Any] = {}
+    if os.name == "posix":
+        # A session of its own lets a timeout kill the whole tree, grandchildren included.
+        extra["start_new_session"] = True
+    else:
+        extra["creationflags"] = getattr(subprocess, "CREATE_NO_WINDOW", 0)
+    return subprocess.Popen(
+        list(argv),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+        env=dict(env),
+        **extra,
+    )
+
+
+def _kill(proc: subprocess.Popen[str]) -> tuple[str, str]:
+    try:
+        if os.name == "posix":
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.kill()
+    except OSError:
+        pass
+    try:
+        out, err = proc.communicate(timeout=5)
+    except subprocess.TimeoutExpired:
+        return "", ""
+    return out or "", err or ""
+
+
+def _describe_start_error(exc: OSError) -> str:
+    if isinstance(exc, FileNotFoundError):
+        return "not found"
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    return f"{type(exc).__name__}: {exc.strerror or exc}"

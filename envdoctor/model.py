@@ -1,0 +1,129 @@
+"""The typed vocabulary every layer shares: severities, probe results, findings, fixes, reports."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class Severity(str, enum.Enum):
+    OK = "ok"
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+    @property
+    def rank(self) -> int:
+        return _SEVERITY_RANK[self]
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, Severity):
+            return NotImplemented
+        return self.rank < other.rank
+
+
+_SEVERITY_RANK = {Severity.OK: 0, Severity.INFO: 1, Severity.WARNING: 2, Severity.ERROR: 3}
+
+
+class ProbeStatus(str, enum.Enum):
+    OK = "ok"
+    NOT_APPLICABLE = "not_applicable"
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+
+
+@dataclass(frozen=True)
+class Fix:
+    """One way out: a sentence, the commands to paste, and where to read more."""
+
+    summary: str
+    commands: tuple[str, ...] = ()
+    link: str | None = None
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    name: str
+    severity: Severity
+    title: str
+    detail: str
+    area: str
+    evidence: tuple[str, ...] = ()
+    fixes: tuple[Fix, ...] = ()
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    """The Python environment being examined and why that one was chosen."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class PlatformInfo:
+    system: str  # "Linux", "Windows", "Darwin"
+    release: str
+    version: str
+    machine: str  # "x86_64", "AMD64", "arm64", "aarch64"
+
+    @property
+    def os(self) -> str:
+        """The short OS name used across the knowledge base: linux, windows or macos."""
+        return {"Linux": "linux", "Windows": "windows", "Darwin": "macos"}.get(
+            self.system, self.system.lower()
+        )
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """What one probe saw. Absence, failure and timeout are distinct statuses, never None."""
+
+    probe: str
+    status: ProbeStatus
+    seconds: float
+    facts: object | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Report:
+    envdoctor_version: str
+    interpreter: Interpreter
+    platform: PlatformInfo
+    probes: tuple[ProbeResult, ...]
+    findings: tuple[Finding, ...]
+    strict: bool = False
+    source: str = "live"  # "live" or the snapshot file the facts came from
+    areas: tuple[AreaVerdict, ...] = field(default=())
+
+    @property
+    def worst(self) -> Severity:
+        return max((f.severity for f in self.findings), default=Severity.OK)
+
+    @property
+    def status(self) -> str:
+        worst = self.worst
+        if worst is Severity.ERROR:
+            return "error"
+        if worst is Severity.WARNING:
+            return "warning"
+        return "ok"
+
+    @property
+    def exit_code(self) -> int:
+        worst = self.worst
+        if worst is Severity.ERROR or (self.strict and worst is Severity.WARNING):
+            return 1
+        return 0
+
+
+@dataclass(frozen=True)
+class AreaVerdict:
+    """One line of the flutter-doctor style summary: an area, its worst severity and a verdict."""
+
+    area: str
+    title: str
+    severity: Severity
+    verdict: str

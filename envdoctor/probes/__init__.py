@@ -1,0 +1,17 @@
+"""The probes, in the order their areas appear in the report."""
+
+from __future__ import annotations
+
+from envdoctor.probes import nvml, python_env, system, torch_build
+from envdoctor.probes.base import CheckOptions, NotApplicable, ProbeContext, ProbeSpec
+
+PROBES: tuple[ProbeSpec, ...] = (
+    system.PROBE,
+    python_env.PROBE,
+    nvml.PROBE,
+    torch_build.PROBE,
+)
+
+PROBES_BY_NAME: dict[str, ProbeSpec] = {p.name: p for p in PROBES}
+
+__all__ = ["PROBES", "PROBES_BY_NAME", "CheckOptions", "NotApplicable", "ProbeContext", "ProbeSpec"]

@@ -1,0 +1,48 @@
+"""What a probe is: a named, time-bounded collector of typed facts. Probes never judge."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from envdoctor.host.base import Host
+from envdoctor.target import Target
+
+F = TypeVar("F")
+
+
+class NotApplicable(Exception):
+    """The probe has nothing to look at on this machine (a Windows probe on Linux, say)."""
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """Knobs a probe may read; later areas add theirs here."""
+
+    smoke: bool = True
+    smoke_size: int | None = None
+    timeout: float = 60.0
+
+
+@dataclass(frozen=True)
+class ProbeContext:
+    host: Host
+    target: Target
+    options: CheckOptions = field(default_factory=CheckOptions)
+
+
+@dataclass(frozen=True)
+class ProbeSpec(Generic[F]):
+    """One probe. `describe` turns its facts into the short verdict of its area line."""
+
+    name: str
+    title: str
+    facts_type: type[F]
+    collect: Callable[[ProbeContext], F]
+    describe: Callable[[F], str]
+    timeout: float = 10.0
+    slow: bool = False  # started first, so the others hide behind it
+
+    def describe_any(self, facts: Any) -> str:
+        return self.describe(facts)

@@ -1,0 +1,224 @@
+"""The NVIDIA driver and GPUs, as NVML sees them (nvidia-smi when pynvml cannot load).
+
+Also lists NVIDIA display devices on the PCI bus (Linux), so "a GPU is there but no driver works"
+can be told apart from "there is no NVIDIA GPU".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from envdoctor.host.base import Host
+from envdoctor.probes.base import NotApplicable, ProbeContext, ProbeSpec
+
+NVIDIA_PCI_VENDOR = "0x10de"
+PCI_DEVICES = "/sys/bus/pci/devices"
+_CHILD_TIMEOUT = 15.0
+_SMI_TIMEOUT = 10.0
+
+# status values: ok, library_not_found, driver_not_loaded, version_mismatch, no_permission,
+# error, pynvml_missing (and no nvidia-smi either), failed (the NVML child crashed or hung)
+
+
+@dataclass(frozen=True)
+class Gpu:
+    index: int
+    name: str | None = None
+    capability: tuple[int, int] | None = None
+    memory_total_bytes: int | None = None
+
+    @property
+    def sm(self) -> str | None:
+        """ "sm_89" for compute capability 8.9."""
+        return None if self.capability is None else f"sm_{self.capability[0]}{self.capability[1]}"
+
+
+@dataclass(frozen=True)
+class NvmlFacts:
+    status: str
+    source: str | None = None  # "nvml" or "nvidia-smi"
+    error: str | None = None
+    driver_version: str | None = None  # "550.144.03"
+    cuda_driver_version: int | None = None  # 12040: the newest CUDA the driver runs natively
+    gpus: tuple[Gpu, ...] = ()
+    pci_nvidia_devices: tuple[str, ...] = ()  # PCI addresses of NVIDIA display controllers
+    errors: tuple[str, ...] = ()
+
+    @property
+    def driver_cuda(self) -> str | None:
+        """ "12.4" from 12040, as nvidia-smi prints it."""
+        v = self.cuda_driver_version
+        return None if v is None else f"{v // 1000}.{(v % 1000) // 10}"
+
+    @property
+    def working(self) -> bool:
+        return self.status == "ok"
+
+
+def _pci_nvidia_devices(host: Host) -> tuple[str, ...]:
+    try:
+        addresses = host.list_dir(PCI_DEVICES)
+    except OSError:
+        return ()
+    found = []
+    for address in addresses:
+        try:
+            vendor = host.read_text(f"{PCI_DEVICES}/{address}/vendor").strip()
+            if vendor != NVIDIA_PCI_VENDOR:
+                continue
+            device_class = host.read_text(f"{PCI_DEVICES}/{address}/class").strip()
+        except OSError:
+            continue
+        # 0x03xxxx: display controllers (VGA, 3D controller): what a GPU enumerates as.
+        if device_class.startswith("0x03"):
+            found.append(address)
+    return tuple(found)
+
+
+def _from_record(record: Mapping[str, Any], pci: tuple[str, ...]) -> NvmlFacts:
+    gpus = []
+    for raw in record.get("gpus") or ():
+        capability = raw.get("capability")
+        gpus.append(
+            Gpu(
+                index=int(raw.get("index", len(gpus))),
+                name=raw.get("name"),
+                capability=(int(capability[0]), int(capability[1])) if capability else None,
+                memory_total_bytes=raw.get("memory_total_bytes"),
+            )
+        )
+    status = str(record.get("status", "error"))
+    return NvmlFacts(
+        status=status,
+        source="nvml" if status != "pynvml_missing" else None,
+        error=record.get("error"),
+        driver_version=record.get("driver_version"),
+        cuda_driver_version=record.get("cuda_driver_version"),
+        gpus=tuple(gpus),
+        pci_nvidia_devices=pci,
+        errors=tuple(str(e) for e in record.get("errors") or ()),
+    )
+
+
+def _nvidia_smi(host: Host) -> str | None:
+    found = host.which("nvidia-smi")
+    if found:
+        return found
+    if host.platform().system == "Windows":
+        system_root = host.env.get("SystemRoot", "C:\\Windows")
+        program_files = host.env.get("ProgramFiles", "C:\\Program Files")
+        for candidate in (
+            f"{system_root}\\System32\\nvidia-smi.exe",
+            f"{program_files}\\NVIDIA Corporation\\NVSMI\\nvidia-smi.exe",
+        ):
+            if host.exists(candidate):
+                return candidate
+    return None
+
+
+_CUDA_HEADER = re.compile(r"CUDA Version:\s*(\d+)\.(\d+)")
+_SMI_FIELDS = "index,name,compute_cap,memory.total,driver_version"
+
+
+def parse_smi_csv(text: str) -> tuple[tuple[Gpu, ...], str | None]:
+    """Parse `nvidia-smi --query-gpu=index,name,compute_cap,memory.total,driver_version`."""
+    gpus = []
+    driver = None
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) != 5 or not cells[0].isdigit():
+            continue
+        index, name, cap, memory, driver = cells
+        capability = None
+        if re.fullmatch(r"\d+\.\d+", cap):
+            major, minor = cap.split(".")
+            capability = (int(major), int(minor))
+        memory_bytes = int(memory) * 2**20 if memory.isdigit() else None
+        gpus.append(Gpu(int(index), name, capability, memory_bytes))
+    return tuple(gpus), driver
+
+
+def parse_smi_cuda_version(text: str) -> int | None:
+    """12020 from the header line "... CUDA Version: 12.2"."""
+    match = _CUDA_HEADER.search(text)
+    if not match:
+        return None
+    return int(match.group(1)) * 1000 + int(match.group(2)) * 10
+
+
+def _from_smi(host: Host, path: str, why: str, pci: tuple[str, ...]) -> NvmlFacts:
+    query = host.run([path, f"--query-gpu={_SMI_FIELDS}", "--format=csv,noheader,nounits"], _SMI_TIMEOUT)
+    if not query.ok:
+        detail = query.stderr.strip() or query.stdout.strip() or query.start_error or "failed"
+        status = "driver_not_loaded" if "couldn't communicate" in detail.lower() else "error"
+        if "mismatch" in detail.lower():
+            status = "version_mismatch"
+        return NvmlFacts(status=status, source="nvidia-smi", error=detail[:500], pci_nvidia_devices=pci)
+    gpus, driver = parse_smi_csv(query.stdout)
+    header = host.run([path], _SMI_TIMEOUT)
+    return NvmlFacts(
+        status="ok",
+        source="nvidia-smi",
+        error=why,
+        driver_version=driver,
+        cuda_driver_version=parse_smi_cuda_version(header.stdout) if header.ok else None,
+        gpus=gpus,
+        pci_nvidia_devices=pci,
+    )
+
+
+def collect(ctx: ProbeContext) -> NvmlFacts:
+    host = ctx.host
+    if host.platform().system == "Darwin":
+        raise NotApplicable("macOS has no NVIDIA CUDA driver")
+    pci = _pci_nvidia_devices(host) if host.platform().system == "Linux" else ()
+    outcome = host.python_json(host.own_python, "nvml_probe.py", (), _CHILD_TIMEOUT)
+    records = [r for r in outcome.records if r.get("record") == "nvml"]
+    if records:
+        facts = _from_record(records[-1], pci)
+        if facts.status != "pynvml_missing":
+            return facts
+        why = f"pynvml could not load ({facts.error})"
+    elif outcome.timed_out:
+        why = f"the NVML query hung for {_CHILD_TIMEOUT:.0f} s"
+    elif outcome.signal:
+        why = f"the NVML query crashed (signal {outcome.signal})"
+    else:
+        why = f"the NVML query failed ({outcome.start_error or outcome.stderr_tail[-300:]})"
+    smi = _nvidia_smi(host)
+    if smi:
+        return _from_smi(host, smi, why, pci)
+    status = "pynvml_missing" if records else "failed"
+    return NvmlFacts(status=status, error=why, pci_nvidia_devices=pci)
+
+
+def describe(facts: NvmlFacts) -> str:
+    if facts.working:
+        names = ", ".join(f"{g.name or 'GPU'} ({g.sm or '?'})" for g in facts.gpus) or "no GPUs"
+        cuda = f", CUDA {facts.driver_cuda}" if facts.driver_cuda else ""
+        via = " via nvidia-smi" if facts.source == "nvidia-smi" else ""
+        return f"driver {facts.driver_version}{cuda}{via}; {names}"
+    pci = (
+        f"; {len(facts.pci_nvidia_devices)} NVIDIA GPU(s) on the PCI bus" if facts.pci_nvidia_devices else ""
+    )
+    meaning = {
+        "library_not_found": "no NVIDIA driver (NVML library not found)",
+        "driver_not_loaded": "NVIDIA driver installed but not loaded",
+        "version_mismatch": "driver/library version mismatch (reboot pending?)",
+        "no_permission": "no permission to query the NVIDIA driver",
+        "pynvml_missing": "cannot query (pynvml not importable, no nvidia-smi)",
+    }.get(facts.status, f"NVML query failed: {facts.error}")
+    return meaning + pci
+
+
+PROBE = ProbeSpec(
+    name="nvml",
+    title="NVIDIA driver",
+    facts_type=NvmlFacts,
+    collect=collect,
+    describe=describe,
+    timeout=20.0,
+)

@@ -1,0 +1,96 @@
+"""The machine: OS, architecture, WSL, containers, CPUs, memory and free disk."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from envdoctor.host.base import Host
+from envdoctor.probes.base import ProbeContext, ProbeSpec
+
+
+@dataclass(frozen=True)
+class SystemFacts:
+    os: str  # linux, windows, macos
+    os_release: str
+    os_version: str
+    machine: str
+    wsl: bool = False
+    container: str | None = None  # docker, podman, kubernetes, lxc, ...
+    cpu_count: int | None = None
+    memory_total_bytes: int | None = None
+    memory_available_bytes: int | None = None
+    disk_path: str | None = None
+    disk_free_bytes: int | None = None
+    disk_total_bytes: int | None = None
+
+
+def _read(host: Host, path: str) -> str:
+    try:
+        return host.read_text(path)
+    except OSError:
+        return ""
+
+
+def _container(host: Host) -> str | None:
+    if host.exists("/.dockerenv"):
+        return "docker"
+    if host.exists("/run/.containerenv"):
+        return "podman"
+    if host.env.get("KUBERNETES_SERVICE_HOST"):
+        return "kubernetes"
+    cgroup = _read(host, "/proc/1/cgroup")
+    for marker in ("kubepods", "docker", "containerd", "lxc"):
+        if marker in cgroup:
+            return "kubernetes" if marker == "kubepods" else marker
+    return None
+
+
+def collect(ctx: ProbeContext) -> SystemFacts:
+    host = ctx.host
+    plat = host.platform()
+    linux = plat.system == "Linux"
+    proc_version = _read(host, "/proc/version").lower() if linux else ""
+    memory = host.memory()
+    disk_path = ctx.target.info.prefix or host.cwd()
+    disk = host.disk_usage(disk_path)
+    return SystemFacts(
+        os=plat.os,
+        os_release=plat.release,
+        os_version=plat.version,
+        machine=plat.machine,
+        wsl=linux and ("microsoft" in proc_version or "wsl" in proc_version),
+        container=_container(host) if linux else None,
+        cpu_count=host.cpu_count(),
+        memory_total_bytes=memory.total_bytes if memory else None,
+        memory_available_bytes=memory.available_bytes if memory else None,
+        disk_path=disk_path,
+        disk_free_bytes=disk.free_bytes if disk else None,
+        disk_total_bytes=disk.total_bytes if disk else None,
+    )
+
+
+def gib(value: int | None) -> str:
+    return "?" if value is None else f"{value / 2**30:.1f} GiB"
+
+
+def describe(facts: SystemFacts) -> str:
+    names = {"linux": "Linux", "windows": "Windows", "macos": "macOS"}
+    parts = [f"{names.get(facts.os, facts.os)} {facts.os_release} {facts.machine}"]
+    if facts.wsl:
+        parts.append("WSL")
+    if facts.container:
+        parts.append(f"in a {facts.container} container")
+    parts.append(f"{facts.cpu_count or '?'} CPUs")
+    parts.append(f"{gib(facts.memory_total_bytes)} RAM")
+    parts.append(f"{gib(facts.disk_free_bytes)} free disk")
+    return ", ".join(parts)
+
+
+PROBE = ProbeSpec(
+    name="system",
+    title="System",
+    facts_type=SystemFacts,
+    collect=collect,
+    describe=describe,
+    timeout=5.0,
+)

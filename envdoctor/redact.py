@@ -1,0 +1,76 @@
+"""Secrets never leave: credentials in URLs and secret-looking variables are masked everywhere.
+
+Applied to the whole report (facts included) before any renderer or snapshot writer sees it, so
+no output format can forget it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import re
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+MASK = "****"
+
+# scheme://user:password@host -> scheme://user:****@host ; scheme://token@host -> scheme://****@host
+_URL_USERINFO = re.compile(
+    r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@\s:'\"]+(?::[^/@\s'\"]*)?)@"
+)
+# conda's token form: https://conda.anaconda.org/t/<token>/channel
+_CONDA_TOKEN = re.compile(r"(/t/)([^/\s'\"]+)(/)")
+_SECRET_QUERY = re.compile(
+    r"([?&](?:[A-Za-z0-9_.-]*(?:token|secret|password|passwd|key|auth|signature|sig|credential)"
+    r"[A-Za-z0-9_.-]*)=)([^&#\s'\"]+)",
+    re.IGNORECASE,
+)
+_SECRET_NAME = re.compile(
+    r"TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL|"
+    r"(^|_)AUTH($|_)|_PAT$|^PAT_|COOKIE|SESSION",
+    re.IGNORECASE,
+)
+
+
+def _userinfo(match: re.Match[str]) -> str:
+    userinfo = match.group("userinfo")
+    if ":" in userinfo:
+        user = userinfo.split(":", 1)[0]
+        return f"{match.group('scheme')}{user}:{MASK}@"
+    return f"{match.group('scheme')}{MASK}@"
+
+
+def redact_text(text: str) -> str:
+    text = _URL_USERINFO.sub(_userinfo, text)
+    text = _CONDA_TOKEN.sub(lambda m: f"{m.group(1)}{MASK}{m.group(3)}", text)
+    return _SECRET_QUERY.sub(lambda m: f"{m.group(1)}{MASK}", text)
+
+
+def is_secret_name(name: str) -> bool:
+    return bool(_SECRET_NAME.search(name))
+
+
+def redact(value: T) -> T:
+    """A copy of `value` (dataclasses, tuples, lists, mappings, strings) with secrets masked."""
+    return _redact(value)  # type: ignore[no-any-return]
+
+
+def _redact(value: Any) -> Any:
+    if isinstance(value, enum.Enum):  # str-valued enums are values, not text to mask
+        return value
+    if isinstance(value, str):
+        return redact_text(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {f.name: _redact(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init}
+        return type(value)(**changes)
+    if isinstance(value, tuple):
+        return tuple(_redact(v) for v in value)
+    if isinstance(value, list):
+        return [_redact(v) for v in value]
+    if isinstance(value, Mapping):
+        return {
+            k: (MASK if isinstance(k, str) and is_secret_name(k) and v else _redact(v))
+            for k, v in value.items()
+        }
+    return value

@@ -1,0 +1,1 @@
+"""Renderers: the same Report as console text, JSON, and (later) CI formats."""

@@ -1,0 +1,139 @@
+"""The human report, flutter-doctor style: one line per area, then findings with fixes, then a summary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+from envdoctor.model import Finding, Report, Severity
+from envdoctor.redact import redact
+from envdoctor.serde import to_data
+
+_MARKS = {
+    Severity.OK: ("✓", "green"),
+    Severity.INFO: ("✓", "green"),
+    Severity.WARNING: ("!", "yellow"),
+    Severity.ERROR: ("✗", "red"),
+}
+_ASCII_MARKS = {"✓": "OK", "!": "!", "✗": "X", "·": "-", "—": "-", "$": "$"}
+_FINDING_MARKS = {
+    Severity.INFO: ("i", "cyan"),
+    Severity.WARNING: ("!", "yellow"),
+    Severity.ERROR: ("✗", "red"),
+    Severity.OK: ("✓", "green"),
+}
+
+
+def make_console(file: Any = None, *, width: int | None = None, no_color: bool = False) -> Console:
+    # soft_wrap: commands must stay on one line to be copy-pasteable.
+    return Console(file=file, soft_wrap=True, width=width, no_color=no_color or None, highlight=False)
+
+
+class _Glyphs:
+    def __init__(self, console: Console) -> None:
+        encoding = (console.encoding or "utf-8").lower()
+        try:
+            "✓✗—·".encode(encoding)
+            self.unicode = True
+        except (UnicodeEncodeError, LookupError):
+            self.unicode = False
+
+    def __call__(self, glyph: str) -> str:
+        return glyph if self.unicode else _ASCII_MARKS.get(glyph, glyph)
+
+
+def _fact_lines(facts: object) -> list[str]:
+    data = to_data(facts)
+    if not isinstance(data, dict):
+        return [str(data)]
+    lines = []
+    for key, value in data.items():
+        if value in (None, "", [], {}):
+            continue
+        text = str(value).replace("\n", " ")
+        lines.append(f"{key}: {text if len(text) <= 160 else text[:157] + '...'}")
+    return lines
+
+
+def _finding(console: Console, glyph: _Glyphs, finding: Finding, verbose: bool) -> None:
+    mark, style = _FINDING_MARKS[finding.severity]
+    console.print(
+        Text.assemble(
+            (f" {glyph(mark)} ", style),
+            (f"{finding.code} ", "bold"),
+            (finding.title, "bold"),
+            (f"  [{finding.name}]", "dim"),
+        )
+    )
+    for line in finding.detail.splitlines():
+        console.print(Text("     " + line))
+    if verbose:
+        for item in finding.evidence:
+            console.print(Text(f"     evidence: {item}", style="dim"))
+    for number, fix in enumerate(finding.fixes):
+        lead = "Fix" if number == 0 else "Or"
+        console.print(Text.assemble(("     " + lead + ": ", "bold"), fix.summary))
+        for command in fix.commands:
+            console.print(Text.assemble("       ", ("$ ", "dim"), (command, "cyan")))
+        if fix.link:
+            console.print(Text(f"       see {fix.link}", style="dim"))
+
+
+def render_console(report: Report, console: Console, verbose: bool = False) -> None:
+    report = redact(report)
+    glyph = _Glyphs(console)
+    source = "" if report.source == "live" else f" (from snapshot {report.source})"
+    console.print(
+        Text.assemble(
+            (f"envdoctor {report.envdoctor_version}", "bold"),
+            f" {glyph('·')} examined {report.interpreter.path} ({report.interpreter.reason})",
+            source,
+        )
+    )
+    console.print()
+    facts_by_probe = {p.probe: p.facts for p in report.probes}
+    for area in report.areas:
+        mark, style = _MARKS[area.severity]
+        console.print(
+            Text.assemble(
+                ("[", "bold"),
+                (glyph(mark), f"bold {style}"),
+                ("] ", "bold"),
+                (area.title, "bold"),
+                f" {glyph('—')} {area.verdict}",
+            )
+        )
+        facts = facts_by_probe.get(area.area)
+        if verbose and facts is not None:
+            for line in _fact_lines(facts):
+                console.print(Text(f"    {glyph('·')} {line}", style="dim"))
+    if report.findings:
+        console.print()
+        console.print(Text("Findings", style="bold underline"))
+        for finding in report.findings:
+            _finding(console, glyph, finding, verbose)
+            console.print()
+    else:
+        console.print()
+    console.print(_summary(report, glyph))
+
+
+def _summary(report: Report, glyph: _Glyphs) -> Text:
+    counts = {s: sum(1 for f in report.findings if f.severity is s) for s in Severity}
+    parts = []
+    for severity, word in ((Severity.ERROR, "error"), (Severity.WARNING, "warning")):
+        if counts[severity]:
+            parts.append(f"{counts[severity]} {word}{'s' if counts[severity] != 1 else ''}")
+    if counts[Severity.INFO]:
+        parts.append(f"{counts[Severity.INFO]} note{'s' if counts[Severity.INFO] != 1 else ''}")
+    code = report.exit_code
+    if code == 0 and not (counts[Severity.ERROR] or counts[Severity.WARNING]):
+        head, style = f"{glyph('✓')} No problems found", "bold green"
+    elif code == 0:
+        head, style = f"{glyph('!')} Works, with warnings", "bold yellow"
+    else:
+        head, style = f"{glyph('✗')} Problems found", "bold red"
+    tail = f" ({', '.join(parts)})" if parts else ""
+    return Text.assemble((head, style), tail, f" {glyph('—')} exit {code}")

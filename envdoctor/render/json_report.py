@@ -1,0 +1,60 @@
+"""The JSON report, schema "envdoctor.report/1": additive changes only within a version."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from envdoctor.model import Finding, Report
+from envdoctor.redact import redact
+from envdoctor.serde import to_data
+
+SCHEMA = "envdoctor.report/1"
+
+
+def finding_to_data(finding: Finding) -> dict[str, Any]:
+    return {
+        "code": finding.code,
+        "name": finding.name,
+        "severity": finding.severity.value,
+        "area": finding.area,
+        "title": finding.title,
+        "detail": finding.detail,
+        "evidence": list(finding.evidence),
+        "fixes": [
+            {"summary": fix.summary, "commands": list(fix.commands), "link": fix.link}
+            for fix in finding.fixes
+        ],
+    }
+
+
+def report_to_data(report: Report) -> dict[str, Any]:
+    clean = redact(report)
+    return {
+        "schema": SCHEMA,
+        "envdoctor_version": clean.envdoctor_version,
+        "source": clean.source,
+        "interpreter": {"path": clean.interpreter.path, "reason": clean.interpreter.reason},
+        "platform": to_data(clean.platform),
+        "status": clean.status,
+        "exit_code": clean.exit_code,
+        "areas": [
+            {"area": a.area, "title": a.title, "severity": a.severity.value, "verdict": a.verdict}
+            for a in clean.areas
+        ],
+        "probes": [
+            {
+                "name": p.probe,
+                "status": p.status.value,
+                "seconds": round(p.seconds, 3),
+                "error": p.error,
+            }
+            for p in clean.probes
+        ],
+        "facts": {p.probe: to_data(p.facts) for p in clean.probes if p.facts is not None},
+        "findings": [finding_to_data(f) for f in clean.findings],
+    }
+
+
+def render_json(report: Report) -> str:
+    return json.dumps(report_to_data(report), indent=2) + "\n"

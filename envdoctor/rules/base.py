@@ -1,0 +1,75 @@
+"""What a rule is: a stable code, a name, a severity, docs, and a check over typed facts.
+
+A rule never touches the OS: it reads facts and the knowledge base and returns hits; the engine
+turns hits into findings with the rule's code, name, severity and area.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from envdoctor.model import Fix, Interpreter, PlatformInfo, ProbeResult, ProbeStatus, Severity
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One occurrence of a rule's problem, in the words of this machine."""
+
+    title: str
+    detail: str
+    evidence: tuple[str, ...] = ()
+    fixes: tuple[Fix, ...] = ()
+
+
+@dataclass(frozen=True)
+class RuleDoc:
+    what: str  # What it checks
+    why: str  # Why it matters
+    fix: str  # How to fix
+    example: str  # An example of the situation
+
+
+@dataclass(frozen=True)
+class RuleContext:
+    """The facts a rule may read: every probe's result, the platform and the interpreter."""
+
+    platform: PlatformInfo
+    interpreter: Interpreter
+    probes: tuple[ProbeResult, ...]
+    facts: dict[type, object] = field(default_factory=dict)
+
+    @classmethod
+    def build(
+        cls, platform: PlatformInfo, interpreter: Interpreter, probes: tuple[ProbeResult, ...]
+    ) -> RuleContext:
+        facts: dict[type, object] = {}
+        for result in probes:
+            if result.facts is not None and result.status is ProbeStatus.OK:
+                facts[type(result.facts)] = result.facts
+        return cls(platform=platform, interpreter=interpreter, probes=probes, facts=facts)
+
+    def get(self, kind: type[T]) -> T | None:
+        found = self.facts.get(kind)
+        return found if isinstance(found, kind) else None
+
+    def need(self, kind: type[T]) -> T:
+        found = self.get(kind)
+        if found is None:  # the engine skips rules whose needs are absent, so this is a bug
+            raise LookupError(f"rule asked for {kind.__name__}, which no probe provided")
+        return found
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str  # ED###, stable forever
+    name: str  # kebab-case
+    severity: Severity
+    area: str  # the probe whose area line the findings belong to
+    summary: str  # one line, for `envdoctor rules`
+    needs: tuple[type, ...]
+    check: Callable[[RuleContext], Iterable[Hit]]
+    doc: RuleDoc

@@ -1,0 +1,164 @@
+"""The torch build against the machine: CPU-only on a GPU box, CUDA unusable, mismatched companions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from envdoctor import knowledge
+from envdoctor.model import Severity
+from envdoctor.probes.nvml import NvmlFacts
+from envdoctor.probes.torch_build import TorchFacts
+from envdoctor.rules.base import Hit, Rule, RuleContext, RuleDoc
+from envdoctor.rules.driver import driver_verdict
+from envdoctor.rules.fixes import driver_fix, planned_fix
+
+
+def _nvidia_gpu_seen(nvml: NvmlFacts | None) -> bool:
+    return nvml is not None and (bool(nvml.working and nvml.gpus) or bool(nvml.pci_nvidia_devices))
+
+
+def _cpu_only(ctx: RuleContext) -> Iterator[Hit]:
+    torch = ctx.need(TorchFacts)
+    nvml = ctx.get(NvmlFacts)
+    if not torch.imported or torch.variant != "cpu" or not _nvidia_gpu_seen(nvml):
+        return
+    assert nvml is not None
+    gpus = ", ".join(g.name or "GPU" for g in nvml.gpus) or "an NVIDIA GPU"
+    fixes = []
+    if nvml.working:
+        planned = planned_fix(ctx, "Replace it with a CUDA build", want_cuda=True)
+        if planned is not None:
+            fixes.append(planned)
+    else:
+        fixes.append(driver_fix(ctx))
+    why = {
+        "windows": " On Windows, `pip install torch` from PyPI (or a PyPI mirror) always gives "
+        "the CPU build; CUDA builds come only from download.pytorch.org.",
+        "linux": " On Linux this usually means torch came from the /whl/cpu index, a mirror, or "
+        "a dependency that reinstalled it.",
+    }.get(ctx.platform.os, "")
+    yield Hit(
+        title=f"torch {torch.version} is a CPU-only build, but this machine has {gpus}",
+        detail="torch.version.cuda is None, so torch.cuda.is_available() is False and every "
+        "model runs on the CPU." + why,
+        evidence=(f"torch.__version__ = {torch.version}", "torch.version.cuda = None", "nvml.gpus"),
+        fixes=tuple(fixes),
+    )
+
+
+def _cuda_unavailable(ctx: RuleContext) -> Iterator[Hit]:
+    torch = ctx.need(TorchFacts)
+    nvml = ctx.get(NvmlFacts)
+    if not torch.imported or not torch.cuda or torch.cuda_available is not False:
+        return
+    if nvml is None or not nvml.working or not nvml.gpus:
+        return  # no GPU (ED104) or a broken driver (ED103) explains it already
+    verdict = driver_verdict(ctx)
+    if verdict is not None and verdict.kind == "too_old":
+        return  # ED101 explains it
+    said = "; ".join(w.splitlines()[0] for w in torch.warnings) or "no warning was printed"
+    yield Hit(
+        title=f"torch {torch.version} is a CUDA build but torch.cuda.is_available() is False",
+        detail=f"NVML sees {len(nvml.gpus)} GPU(s) and the driver is new enough, yet torch "
+        f"cannot initialise CUDA. torch said: {said}. Check CUDA_VISIBLE_DEVICES, container GPU "
+        "access, and the library path findings.",
+        evidence=("torch.cuda_available = false", "nvml.gpus", *(w[:200] for w in torch.warnings)),
+    )
+
+
+def _label(version: str | None) -> str | None:
+    return version.split("+", 1)[1] if version and "+" in version else None
+
+
+def _companions(ctx: RuleContext) -> Iterator[Hit]:
+    torch = ctx.need(TorchFacts)
+    torch_version = torch.version or torch.dist_version
+    if not torch_version:
+        return
+    release = knowledge.release(torch_version)
+    torch_label = _label(torch_version)
+    expected = {
+        "torchvision": release.torchvision if release else None,
+        "torchaudio": release.torchaudio if release else None,
+    }
+    for name, wanted in expected.items():
+        installed = torch.companion(name)
+        if installed is None:
+            continue
+        problems = []
+        public = installed.split("+", 1)[0]
+        if wanted is not None and public != wanted:
+            problems.append(f"torch {torch_version.split('+')[0]} goes with {name} {wanted}")
+        label = _label(installed)
+        if torch_label and label and label != torch_label:
+            problems.append(f"{name} is the {label} build while torch is {torch_label}")
+        if not problems:
+            continue
+        pinned = f"{name}=={wanted}" if wanted else name
+        planned = planned_fix(ctx, "Reinstall the matching set", torch=torch_version.split("+")[0])
+        yield Hit(
+            title=f"{name} {installed} does not belong to torch {torch_version}",
+            detail="; ".join(problems) + ". A mismatched pair fails at import ('operator "
+            "torchvision::nms does not exist', undefined symbols) or silently pulls another torch "
+            f"on the next upgrade. Install {pinned} from the same index as torch.",
+            evidence=(f"torch {torch_version}", f"{name} {installed}"),
+            fixes=(planned,) if planned else (),
+        )
+
+
+RULES = (
+    Rule(
+        code="ED201",
+        name="cpu-only-torch-on-gpu-machine",
+        severity=Severity.ERROR,
+        area="torch",
+        summary="a CPU-only torch is installed on a machine with an NVIDIA GPU",
+        needs=(TorchFacts, NvmlFacts),
+        check=_cpu_only,
+        doc=RuleDoc(
+            what="torch.version.cuda is None (or the version ends in +cpu) while NVML or the PCI "
+            "bus shows an NVIDIA GPU.",
+            why="The classic silent failure: everything runs, on the CPU, tens of times slower. "
+            "PyPI's torch is CPU-only on Windows and macOS, and a mirror or a dependency can "
+            "swap the CUDA build for the CPU one on Linux.",
+            fix="Reinstall torch from the CUDA index that matches the driver (the command is shown, pinned).",
+            example="Windows, RTX 4070, `pip install torch` -> torch 2.5.1+cpu.",
+        ),
+    ),
+    Rule(
+        code="ED202",
+        name="torch-companions-mismatch",
+        severity=Severity.ERROR,
+        area="torch",
+        summary="torchvision/torchaudio were built for another torch version or variant",
+        needs=(TorchFacts,),
+        check=_companions,
+        doc=RuleDoc(
+            what="The installed torchvision and torchaudio versions against the ones released "
+            "with the installed torch (knowledge base), and their +cuXXX/+cpu labels against "
+            "torch's.",
+            why="Each torchvision/torchaudio release is built against exactly one torch release "
+            "and variant; a mismatch fails at import or in custom operators.",
+            fix="Install the set together, with the same pins and index.",
+            example="torch 2.5.1+cu124 with torchvision 0.19.1+cu121.",
+        ),
+    ),
+    Rule(
+        code="ED203",
+        name="cuda-build-but-cuda-unavailable",
+        severity=Severity.ERROR,
+        area="torch",
+        summary="a CUDA build of torch cannot use the GPU although the driver looks fine",
+        needs=(TorchFacts, NvmlFacts),
+        check=_cuda_unavailable,
+        doc=RuleDoc(
+            what="A CUDA build, NVML sees GPUs, the driver is new enough, and yet "
+            "torch.cuda.is_available() is False; torch's warnings are shown verbatim.",
+            why="Points at what remains: hidden devices (CUDA_VISIBLE_DEVICES), a container "
+            "without GPU access, or foreign CUDA libraries on the loader path.",
+            fix="Read torch's warning shown in the finding; unset CUDA_VISIBLE_DEVICES or pass "
+            "the GPU into the container.",
+            example="CUDA_VISIBLE_DEVICES='' exported by a job script.",
+        ),
+    ),
+)

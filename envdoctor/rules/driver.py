@@ -1,0 +1,275 @@
+"""The NVIDIA driver: present, loaded, and new enough for the CUDA build of torch that is installed."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from packaging.version import Version
+
+from envdoctor import knowledge
+from envdoctor.knowledge import parse_version
+from envdoctor.model import Fix, Severity
+from envdoctor.probes.nvml import NvmlFacts
+from envdoctor.probes.system import SystemFacts
+from envdoctor.probes.torch_build import TorchFacts
+from envdoctor.rules.base import Hit, Rule, RuleContext, RuleDoc
+from envdoctor.rules.fixes import driver_fix, planned_fix
+
+_TOO_OLD = re.compile(r"NVIDIA driver on your system is too old \(found version (\d+)\)")
+
+
+@dataclass(frozen=True)
+class DriverVerdict:
+    """How the installed driver relates to torch's CUDA: ok, compat (MVC only) or too_old."""
+
+    kind: str
+    torch_cuda: str
+    driver: str | None
+    floor: Version | None  # the lowest driver that runs it at all (MVC minimum)
+    native: Version | None  # the toolkit's own minimum
+    evidence: tuple[str, ...]
+
+
+def too_old_warning(torch: TorchFacts) -> int | None:
+    """The "found version 12080" number from torch's own driver-too-old warning, if it gave one."""
+    for warning in torch.warnings:
+        match = _TOO_OLD.search(warning)
+        if match:
+            return int(match.group(1))
+    return None
+
+
+def driver_verdict(ctx: RuleContext) -> DriverVerdict | None:
+    """Judge the driver against torch's CUDA; None when there is nothing to compare."""
+    torch = ctx.get(TorchFacts)
+    nvml = ctx.get(NvmlFacts)
+    if torch is None or not torch.imported or not torch.cuda:
+        return None
+    found = too_old_warning(torch)
+    evidence: list[str] = [f"torch.version.cuda = {torch.cuda}"]
+    minimum = knowledge.driver_minimum(torch.cuda, ctx.platform.os)
+    floor = minimum.compat or minimum.toolkit if minimum else None
+    native = minimum.toolkit if minimum else None
+    driver_text = nvml.driver_version if nvml is not None and nvml.working else None
+    driver = parse_version(driver_text)
+    if driver_text:
+        evidence.append(f"driver {driver_text} (CUDA {nvml.driver_cuda if nvml else '?'})")
+    if found is not None:
+        evidence.append(f"torch warned: driver too old (found version {found})")
+        return DriverVerdict("too_old", torch.cuda, driver_text, floor, native, tuple(evidence))
+    if driver is None:
+        return None
+    torch_major = int(torch.cuda.split(".")[0])
+    driver_major = nvml.cuda_driver_version // 1000 if nvml and nvml.cuda_driver_version else None
+    if driver_major is not None and driver_major < torch_major:
+        return DriverVerdict("too_old", torch.cuda, driver_text, floor, native, tuple(evidence))
+    if floor is not None and driver < floor:
+        return DriverVerdict("too_old", torch.cuda, driver_text, floor, native, tuple(evidence))
+    if native is not None and driver < native:
+        return DriverVerdict("compat", torch.cuda, driver_text, floor, native, tuple(evidence))
+    return DriverVerdict("ok", torch.cuda, driver_text, floor, native, tuple(evidence))
+
+
+def _too_old(ctx: RuleContext) -> Iterator[Hit]:
+    verdict = driver_verdict(ctx)
+    if verdict is None or verdict.kind != "too_old":
+        return
+    torch = ctx.need(TorchFacts)
+    need = str(verdict.floor) if verdict.floor else None
+    have = f"driver {verdict.driver}" if verdict.driver else "the installed driver"
+    fixes = [driver_fix(ctx, need)]
+    matching = planned_fix(ctx, "Or install the torch build this driver supports", want_cuda=True)
+    if matching is not None:
+        fixes.append(matching)
+    yield Hit(
+        title=f"the NVIDIA driver is too old for torch {torch.version} (CUDA {verdict.torch_cuda})",
+        detail=f"{have} cannot run CUDA {verdict.torch_cuda} programs"
+        + (f"; CUDA {verdict.torch_cuda.split('.')[0]}.x needs a driver >= {need}" if need else "")
+        + ". torch.cuda.is_available() returns False and the first CUDA call raises "
+        '"The NVIDIA driver on your system is too old".',
+        evidence=verdict.evidence,
+        fixes=tuple(fixes),
+    )
+
+
+def _minor_compat(ctx: RuleContext) -> Iterator[Hit]:
+    verdict = driver_verdict(ctx)
+    if verdict is None or verdict.kind != "compat":
+        return
+    torch = ctx.need(TorchFacts)
+    fixes = [driver_fix(ctx, str(verdict.native))]
+    matching = planned_fix(ctx, "Or install the build that matches the driver", want_cuda=True)
+    if matching is not None:
+        fixes.append(matching)
+    detail = (
+        f"driver {verdict.driver} predates CUDA {verdict.torch_cuda} (native from "
+        f"{verdict.native}) but runs it through CUDA minor-version compatibility (>= "
+        f"{verdict.floor}). Ordinary kernels work; PTX JIT (a GPU newer than the build's cubins, "
+        "torch.compile/Triton, some cuSPARSE/nvJitLink paths) and APIs that need a newer driver "
+        "can fail with cudaErrorUnsupportedPtxVersion or cudaErrorCallRequiresNewerDriver."
+    )
+    if ctx.platform.os == "windows" and verdict.torch_cuda.startswith("12."):
+        detail += " On Windows NVIDIA also printed 528.33 as the 12.x minimum, and uv expects it."
+    yield Hit(
+        title=f"torch {torch.version} (CUDA {verdict.torch_cuda}) runs on this driver only with limits",
+        detail=detail,
+        evidence=verdict.evidence,
+        fixes=tuple(fixes),
+    )
+
+
+_BROKEN_DRIVER = {
+    "driver_not_loaded": (
+        "the NVIDIA driver is installed but its kernel module is not loaded",
+        "Often Secure Boot blocked the unsigned module, or a reboot after installing is pending.",
+        Fix(
+            summary="Load the module (or reboot); with Secure Boot, enrol the driver's key or "
+            "disable Secure Boot",
+            commands=("sudo modprobe nvidia", "nvidia-smi"),
+        ),
+    ),
+    "version_mismatch": (
+        "the NVIDIA driver libraries and the loaded kernel module have different versions",
+        "The driver was upgraded but the old kernel module is still loaded.",
+        Fix(summary="Reboot to load the new kernel module", commands=("sudo reboot",)),
+    ),
+    "no_permission": (
+        "this user may not talk to the NVIDIA driver",
+        "The /dev/nvidia* device files are not accessible to this user.",
+        Fix(summary="Ask an administrator to grant access to the GPU devices (video group)"),
+    ),
+}
+
+
+def _gpu_without_driver(ctx: RuleContext) -> Iterator[Hit]:
+    nvml = ctx.need(NvmlFacts)
+    if nvml.working:
+        return
+    if nvml.status in _BROKEN_DRIVER:
+        title, why, fix = _BROKEN_DRIVER[nvml.status]
+        yield Hit(
+            title=title,
+            detail=f"{why} NVML said: {nvml.error}",
+            evidence=(f"nvml.status = {nvml.status}",),
+            fixes=(fix,),
+        )
+        return
+    if nvml.status == "library_not_found" and nvml.pci_nvidia_devices:
+        system = ctx.get(SystemFacts)
+        detail = (
+            f"{len(nvml.pci_nvidia_devices)} NVIDIA GPU(s) are on the PCI bus "
+            f"({', '.join(nvml.pci_nvidia_devices)}), but the driver library (libnvidia-ml) cannot "
+            "be loaded, so no program can use them."
+        )
+        if system is not None and system.container:
+            detail += (
+                f" Inside a {system.container} container the host's driver must be passed in "
+                "(docker run --gpus all with the NVIDIA Container Toolkit)."
+            )
+        yield Hit(
+            title="an NVIDIA GPU is present but no NVIDIA driver works",
+            detail=detail,
+            evidence=("nvml.status = library_not_found", "nvml.pci_nvidia_devices"),
+            fixes=(driver_fix(ctx),),
+        )
+
+
+def _no_gpu(ctx: RuleContext) -> Iterator[Hit]:
+    nvml = ctx.need(NvmlFacts)
+    if nvml.status != "library_not_found" or nvml.pci_nvidia_devices:
+        return
+    torch = ctx.get(TorchFacts)
+    system = ctx.get(SystemFacts)
+    detail = "torch will run on the CPU."
+    if torch is not None and torch.imported and torch.cuda:
+        detail += (
+            f" The installed torch is a CUDA {torch.cuda} build, which works on the CPU too "
+            "but is several GB larger than the CPU build."
+        )
+    if system is not None and system.wsl:
+        detail += " On WSL the GPU driver is the Windows driver: install it on Windows, not inside WSL."
+    yield Hit(
+        title="no NVIDIA GPU or driver found",
+        detail=detail,
+        evidence=("nvml.status = library_not_found",),
+    )
+
+
+RULES = (
+    Rule(
+        code="ED101",
+        name="driver-too-old-for-torch-cuda",
+        severity=Severity.ERROR,
+        area="nvml",
+        summary="the NVIDIA driver cannot run the CUDA version torch was built with",
+        needs=(TorchFacts, NvmlFacts),
+        check=_too_old,
+        doc=RuleDoc(
+            what="The driver version (NVML) against the minimum driver of torch's CUDA major "
+            "family (minor-version compatibility), and torch's own 'driver too old' warning.",
+            why="A CUDA 12 build cannot run on a CUDA 11 driver (and cu13x needs >= 580): CUDA "
+            "is simply unavailable. Common after a plain `pip install -U torch` pulled a newer "
+            "CUDA default than the driver supports.",
+            fix="Upgrade the driver to at least the shown minimum, or install the torch variant "
+            "the current driver supports (the command is shown).",
+            example="driver 470.182.03 (CUDA 11.4) with torch 2.5.1+cu124: 'The NVIDIA driver on "
+            "your system is too old (found version 11040)'.",
+        ),
+    ),
+    Rule(
+        code="ED102",
+        name="driver-relies-on-minor-version-compat",
+        severity=Severity.WARNING,
+        area="nvml",
+        summary="the driver runs torch's CUDA only through minor-version compatibility",
+        needs=(TorchFacts, NvmlFacts),
+        check=_minor_compat,
+        doc=RuleDoc(
+            what="Whether the driver is older than the CUDA toolkit torch was built with, while "
+            "still meeting the minor-version-compatibility minimum of that major version "
+            "(Linux >= 525.60.13 for 12.x, >= 580 for 13.x).",
+            why="Such a driver runs the build's precompiled kernels, but PTX JIT compilation "
+            "and newer-driver APIs fail, which can break torch.compile, newer GPUs served by "
+            "PTX, and some sparse/JIT-linked paths.",
+            fix="Upgrade the driver to the toolkit's own minimum, or install the variant that "
+            "matches the driver's CUDA version.",
+            example="driver 550.54.14 (CUDA 12.4) with torch 2.7.1+cu126.",
+        ),
+    ),
+    Rule(
+        code="ED103",
+        name="gpu-without-working-driver",
+        severity=Severity.ERROR,
+        area="nvml",
+        summary="an NVIDIA GPU is present but the driver is missing, not loaded or mismatched",
+        needs=(NvmlFacts,),
+        check=_gpu_without_driver,
+        doc=RuleDoc(
+            what="NVML's status: library not found while an NVIDIA display controller is on the "
+            "PCI bus, driver not loaded, driver/library version mismatch, or no permission.",
+            why="Without a working driver no CUDA program runs, whatever torch build is installed.",
+            fix="Install the driver (or pass it into the container), load the kernel module, or "
+            "reboot after a driver upgrade, as the finding says.",
+            example="nvidia-smi: 'Failed to initialize NVML: Driver/library version mismatch' "
+            "after an unattended driver upgrade.",
+        ),
+    ),
+    Rule(
+        code="ED104",
+        name="no-nvidia-gpu",
+        severity=Severity.INFO,
+        area="nvml",
+        summary="no NVIDIA GPU or driver was found; torch runs on the CPU",
+        needs=(NvmlFacts,),
+        check=_no_gpu,
+        doc=RuleDoc(
+            what="Whether the machine has no NVIDIA driver and no NVIDIA GPU on the PCI bus.",
+            why="Says plainly that CPU-only is the expected state here, so nobody chases a GPU "
+            "problem that does not exist.",
+            fix="Nothing to fix; for GPU work use a machine with an NVIDIA GPU and driver.",
+            example="A laptop with integrated graphics, a CI runner, or a container started without --gpus.",
+        ),
+    ),
+)

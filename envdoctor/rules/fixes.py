@@ -1,0 +1,57 @@
+"""Fix builders shared by rules: the planner's command for this machine, driver downloads."""
+
+from __future__ import annotations
+
+from envdoctor import install
+from envdoctor.model import Fix
+from envdoctor.probes.nvml import NvmlFacts
+from envdoctor.probes.python_env import PythonFacts
+from envdoctor.rules.base import RuleContext
+
+NVIDIA_DRIVERS = "https://www.nvidia.com/Download/index.aspx"
+GET_STARTED = "https://pytorch.org/get-started/locally/"
+
+
+def install_target(
+    ctx: RuleContext, want_cuda: bool | None = None, torch: str | None = None
+) -> install.InstallTarget:
+    """This machine, as the planner sees it; pip runs through the examined interpreter."""
+    nvml = ctx.get(NvmlFacts)
+    python = ctx.get(PythonFacts)
+    driver = nvml.driver_version if nvml is not None and nvml.working else None
+    capabilities = tuple(g.capability for g in nvml.gpus if g.capability) if nvml else ()
+    return install.InstallTarget(
+        os=ctx.platform.os,
+        machine=ctx.platform.machine,
+        python=python.minor if python else None,
+        driver_version=driver,
+        gpu_capabilities=capabilities,
+        torch=torch,
+        want_cuda=want_cuda,
+        python_launcher=(ctx.interpreter.path, "-m", "pip"),
+    )
+
+
+def planned_fix(ctx: RuleContext, summary: str, **wanted: object) -> Fix | None:
+    """A fix carrying the planner's command, or None when the planner finds no fitting build."""
+    target = install_target(ctx, **wanted)  # type: ignore[arg-type]
+    plan = install.plan(target)
+    if not plan.possible:
+        return None
+    return Fix(
+        summary=f"{summary}: {plan.reason}",
+        commands=tuple(c.command for c in plan.commands),
+        link=GET_STARTED,
+    )
+
+
+def driver_fix(ctx: RuleContext, minimum: str | None = None) -> Fix:
+    need = f" (at least {minimum})" if minimum else ""
+    if ctx.platform.os == "linux":
+        return Fix(
+            summary=f"Install or upgrade the NVIDIA driver{need} (Ubuntu shown; other "
+            "distributions: their NVIDIA driver package), reboot, then check with nvidia-smi",
+            commands=("sudo ubuntu-drivers install", "sudo reboot"),
+            link=NVIDIA_DRIVERS,
+        )
+    return Fix(summary=f"Install or upgrade the NVIDIA driver{need}", link=NVIDIA_DRIVERS)

@@ -1,0 +1,207 @@
+"""Is torch there at all, and does `import torch` work?"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from envdoctor.model import Fix, Severity
+from envdoctor.probes.torch_build import TorchFacts
+from envdoctor.rules.base import Hit, Rule, RuleContext, RuleDoc
+from envdoctor.rules.fixes import planned_fix
+from envdoctor.shell import quote
+
+
+def _not_installed(ctx: RuleContext) -> Iterator[Hit]:
+    torch = ctx.need(TorchFacts)
+    if torch.installed or torch.crash is not None:
+        return
+    fix = planned_fix(ctx, "Install torch for this machine")
+    yield Hit(
+        title=f"torch is not installed in {ctx.interpreter.path}",
+        detail=f"The examined environment ({ctx.interpreter.reason}) cannot import torch.",
+        evidence=("torch.installed = false",),
+        fixes=(fix,) if fix else (),
+    )
+
+
+@dataclass(frozen=True)
+class KnownCause:
+    """A known import failure: what the message looks like, what it means, what to do."""
+
+    pattern: str
+    cause: str
+    fix: str
+    commands: tuple[str, ...] = ()  # "{python}" stands for the examined interpreter
+    link: str | None = None
+
+
+# Ordered from most to least specific; the first match explains the failure.
+IMPORT_CAUSES: tuple[KnownCause, ...] = (
+    KnownCause(
+        r"undefined symbol|version `?\S+'? not defined in file",
+        "A CUDA library from outside torch (a system CUDA toolkit or cuDNN on LD_LIBRARY_PATH) is "
+        "loaded instead of the one torch bundles, and lacks a symbol torch needs.",
+        "Start a shell without the foreign CUDA libraries on the loader path, then try again; "
+        "if that works, remove those entries from LD_LIBRARY_PATH for good.",
+        ("env -u LD_LIBRARY_PATH {python} -c 'import torch; print(torch.__version__)'",),
+        "https://github.com/pytorch/pytorch/issues/111469",
+    ),
+    KnownCause(
+        r"WinError 1114|WinError 126|WinError 127|c10\.dll|Error loading .*\.dll",
+        "Windows could not load one of torch's DLLs: most often an old or missing Microsoft "
+        "Visual C++ 2015-2022 redistributable, else another program's DLL earlier on PATH.",
+        "Install the latest VC++ 2015-2022 x64 redistributable, then open a new terminal.",
+        ("winget install --id Microsoft.VCRedist.2015+.x64",),
+        "https://aka.ms/vc14/vc_redist.x64.exe",
+    ),
+    KnownCause(
+        r"lib(cudart|cublas|cudnn|nccl|nvJitLink|cusparse|cufft)\S*: cannot open shared object",
+        "A CUDA library torch needs is missing: the nvidia-* wheels torch depends on are absent or "
+        "broken (often after an interrupted or --no-deps install).",
+        "Reinstall torch with its dependencies.",
+    ),
+    KnownCause(
+        r"GLIBC_\d|GLIBCXX_\d",
+        "This torch wheel needs a newer C library than the system has.",
+        "Use an older torch release that supports this distribution, or a newer distribution.",
+    ),
+    KnownCause(
+        r"compiled using NumPy 1\.x cannot be run in|numpy\.core\.multiarray failed to import",
+        "torch (or an extension) was built against NumPy 1.x while NumPy 2 is installed.",
+        "Install a NumPy the build supports, or upgrade torch.",
+        ('{python} -m pip install "numpy<2"',),
+    ),
+    KnownCause(
+        r"No module named 'torch\._C'|torch\._C",
+        "torch's compiled core is missing: a broken install, or Python is running from inside "
+        "the torch source tree.",
+        "Run from another folder; if it persists, reinstall torch.",
+    ),
+)
+
+
+def explain_import_error(message: str) -> KnownCause | None:
+    for cause in IMPORT_CAUSES:
+        if re.search(cause.pattern, message):
+            return cause
+    return None
+
+
+def _import_fails(ctx: RuleContext) -> Iterator[Hit]:
+    torch = ctx.need(TorchFacts)
+    error = torch.import_error
+    if error is None:
+        return
+    first_line = error.message.strip().splitlines()[0] if error.message.strip() else ""
+    cause = explain_import_error(error.message)
+    fixes: list[Fix] = []
+    if cause is not None:
+        python = quote(ctx.interpreter.path, ctx.platform.os)
+        commands = tuple(c.replace("{python}", python) for c in cause.commands)
+        fixes.append(Fix(summary=cause.fix, commands=commands, link=cause.link))
+    reinstall = planned_fix(ctx, "Reinstall a matching torch")
+    if reinstall is not None:
+        fixes.append(reinstall)
+    detail = f"{error.type}: {first_line}"
+    if cause is not None:
+        detail += f"\nLikely cause: {cause.cause}"
+    yield Hit(
+        title="import torch fails",
+        detail=detail,
+        evidence=(f"torch.import_error.type = {error.type}",),
+        fixes=tuple(fixes),
+    )
+
+
+def _child_crashed(ctx: RuleContext) -> Iterator[Hit]:
+    torch = ctx.need(TorchFacts)
+    end = torch.crash
+    if end is None:
+        return
+    during = f" during {end.last_stage}" if end.last_stage else ""
+    if end.timed_out:
+        title = f"the torch check hung{during} and was stopped"
+        cause = (
+            "A hang while importing torch or initialising CUDA: a stuck driver, a GPU held by "
+            "another process, or a network file system."
+        )
+    elif end.exit_signal:
+        title = f"the torch check crashed{during} (signal {end.exit_signal})"
+        cause = "A native crash while loading torch or its CUDA libraries."
+    elif end.start_error:
+        title = f"the target interpreter could not be started ({end.start_error})"
+        cause = "The interpreter disappeared or cannot be executed."
+    else:
+        title = f"the torch check exited{during} with code {end.exit_code}"
+        cause = "The interpreter exited before reporting."
+    tail = end.stderr_tail.strip().splitlines()[-3:]
+    detail = cause + ("\nLast output: " + " | ".join(tail) if tail else "")
+    python = quote(ctx.interpreter.path, ctx.platform.os)
+    command = f'{python} -X faulthandler -c "import torch; print(torch.__version__)"'
+    yield Hit(
+        title=title,
+        detail=detail,
+        evidence=("torch.crash",),
+        fixes=(Fix(summary="Reproduce by hand to see the full error", commands=(command,)),),
+    )
+
+
+RULES = (
+    Rule(
+        code="ED001",
+        name="torch-not-installed",
+        severity=Severity.ERROR,
+        area="torch",
+        summary="torch is not installed in the examined environment",
+        needs=(TorchFacts,),
+        check=_not_installed,
+        doc=RuleDoc(
+            what="Whether the examined interpreter can find the torch package at all.",
+            why="Nothing else can work without it; often the package went into another "
+            "environment (a different python, a different venv, a conda base).",
+            fix="Install torch into this interpreter with the pinned command shown; running pip "
+            "as `python -m pip` of this interpreter makes sure it lands here.",
+            example="`pip install torch` ran in the base conda env while the project's venv is active.",
+        ),
+    ),
+    Rule(
+        code="ED002",
+        name="torch-import-fails",
+        severity=Severity.ERROR,
+        area="torch",
+        summary="`import torch` raises an exception",
+        needs=(TorchFacts,),
+        check=_import_fails,
+        doc=RuleDoc(
+            what="Whether `import torch` succeeds in the examined interpreter; known messages "
+            "are mapped to their causes (library shadowing, Windows DLL loading, missing CUDA "
+            "libraries, old glibc, NumPy 2).",
+            why="An installed torch that does not import is the most confusing failure: the "
+            "package is there, but nothing runs.",
+            fix="Follow the cause-specific fix shown; if none matches, reinstall a torch that "
+            "matches this machine.",
+            example="ImportError: libcusparse.so.12: undefined symbol: __nvJitLinkComplete_12_4, "
+            "version libnvJitLink.so.12 (pytorch/pytorch#111469).",
+        ),
+    ),
+    Rule(
+        code="ED003",
+        name="torch-check-crashed",
+        severity=Severity.ERROR,
+        area="torch",
+        summary="importing torch crashed, hung or exited without a report",
+        needs=(TorchFacts,),
+        check=_child_crashed,
+        doc=RuleDoc(
+            what="Whether the child process that imports torch finished its report; a segfault, "
+            "a hang past the timeout, or an early exit is reported with the stage it reached.",
+            why="A crash during import or CUDA initialisation would also crash the user's "
+            "program; envdoctor runs it isolated so the rest of the report still comes out.",
+            fix="Reproduce by hand with faulthandler enabled to see the native stack; check the "
+            "driver and the library path findings.",
+            example="`import torch` dies with SIGSEGV (signal 11) while loading CUDA libraries.",
+        ),
+    ),
+)

@@ -1,0 +1,116 @@
+"""Typed dataclasses <-> JSON-able data, so snapshots round-trip without untyped dicts in between."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import types
+import typing
+from collections.abc import Mapping
+from functools import cache
+from typing import Any, TypeVar, Union
+
+T = TypeVar("T")
+
+
+class DataError(ValueError):
+    """Data that does not have the shape a dataclass expects; the message names where."""
+
+
+def to_data(value: object) -> Any:
+    """Turn dataclasses, enums and tuples into plain JSON-able values."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_data(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, (list, tuple)):
+        return [to_data(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): to_data(v) for k, v in value.items()}
+    return value
+
+
+@cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def from_data(cls: type[T], data: object, where: str = "$") -> T:
+    """Build `cls` from plain data, checking every field's type; raises DataError naming the path."""
+    return typing.cast(T, _convert(cls, data, where))
+
+
+def _convert(tp: Any, data: object, where: str) -> Any:
+    if tp is Any or tp is object:
+        return data
+    origin = typing.get_origin(tp)
+    if origin is Union or (hasattr(types, "UnionType") and origin is types.UnionType):
+        args = typing.get_args(tp)
+        if data is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _convert(arg, data, where)
+            except DataError as exc:
+                errors.append(str(exc))
+        raise DataError(errors[0] if len(errors) == 1 else f"{where}: no variant of {tp} fits")
+    if origin is tuple:
+        if not isinstance(data, list):
+            raise DataError(f"{where}: expected a list, got {_kind(data)}")
+        args = typing.get_args(tp)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_convert(args[0], v, f"{where}[{i}]") for i, v in enumerate(data))
+        if len(args) != len(data):
+            raise DataError(f"{where}: expected {len(args)} items, got {len(data)}")
+        return tuple(_convert(a, v, f"{where}[{i}]") for i, (a, v) in enumerate(zip(args, data)))
+    if origin in (dict, Mapping, typing.Mapping) or tp is dict:
+        if not isinstance(data, dict):
+            raise DataError(f"{where}: expected an object, got {_kind(data)}")
+        args = typing.get_args(tp)
+        value_type = args[1] if len(args) == 2 else Any
+        return {str(k): _convert(value_type, v, f"{where}.{k}") for k, v in data.items()}
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        if not isinstance(data, dict):
+            raise DataError(f"{where}: expected an object, got {_kind(data)}")
+        hints = _hints(tp)
+        kwargs = {}
+        for f in dataclasses.fields(tp):
+            if not f.init:
+                continue
+            if f.name in data:
+                kwargs[f.name] = _convert(hints[f.name], data[f.name], f"{where}.{f.name}")
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise DataError(f"{where}: missing field {f.name!r}")
+        return tp(**kwargs)
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        try:
+            return tp(data)
+        except ValueError:
+            allowed = ", ".join(str(m.value) for m in tp)
+            raise DataError(f"{where}: {data!r} is not one of {allowed}") from None
+    if tp is float:
+        if isinstance(data, (int, float)) and not isinstance(data, bool):
+            return float(data)
+        raise DataError(f"{where}: expected a number, got {_kind(data)}")
+    if tp is int:
+        if isinstance(data, int) and not isinstance(data, bool):
+            return data
+        raise DataError(f"{where}: expected an integer, got {_kind(data)}")
+    if tp in (str, bool):
+        if isinstance(data, tp):
+            return data
+        raise DataError(f"{where}: expected {tp.__name__}, got {_kind(data)}")
+    if tp is type(None):
+        if data is None:
+            return None
+        raise DataError(f"{where}: expected null, got {_kind(data)}")
+    raise DataError(f"{where}: unsupported type {tp!r}")
+
+
+def _kind(data: object) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(
+        type(data), type(data).__name__
+    )
