@@ -7,6 +7,7 @@ then one {"record": "torch", ...}.
 """
 
 import json
+import os
 import sys
 import time
 import traceback
@@ -97,6 +98,7 @@ def collect(torch, info, errors):
 
 def main():
     info = {"installed": False, "companions": companions(), "errors": []}
+    info["cuda_visible_devices"] = os.environ.get("CUDA_VISIBLE_DEVICES")
     info["dist_version"] = dist_version("torch")
     try:
         import importlib.util

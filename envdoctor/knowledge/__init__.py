@@ -108,13 +108,33 @@ def release_series(version: str) -> tuple[Release, ...]:
     return tuple(r for r in releases() if r.version.release[:2] == wanted.release[:2])
 
 
+class DriverVersion(Version):
+    """A driver version that compares numerically but prints as NVIDIA writes it ("450.80.02")."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def parse_driver(text: str | None) -> DriverVersion | None:
+    if not text:
+        return None
+    try:
+        return DriverVersion(text)
+    except InvalidVersion:
+        return None
+
+
 @dataclass(frozen=True)
 class DriverMinimum:
     """The smallest driver that runs a CUDA version: natively, and by minor-version compatibility."""
 
     cuda: str
-    toolkit: Version | None  # the toolkit's own minimum ("Toolkit Driver Version")
-    compat: Version | None  # the minor-version-compatibility minimum of its major family
+    toolkit: DriverVersion | None  # the toolkit's own minimum ("Toolkit Driver Version")
+    compat: DriverVersion | None  # the minor-version-compatibility minimum of its major family
 
 
 def _system_key(os_name: str) -> str:
@@ -131,13 +151,13 @@ def driver_minimum(cuda: str, os_name: str) -> DriverMinimum | None:
     for row in table["toolkit_minimum_driver"]:
         if row["cuda"] == wanted:
             known = True
-            toolkit = parse_version(row.get(key))
+            toolkit = parse_driver(row.get(key))
     major = wanted.split(".")[0]
     compat = None
     for row in table["minor_version_compatibility"]:
         if str(row["cuda_major"]) == major:
             known = True
-            compat = parse_version(row.get(key))
+            compat = parse_driver(row.get(key))
     if not known:
         return None
     return DriverMinimum(cuda=wanted, toolkit=toolkit, compat=compat)

@@ -77,6 +77,7 @@ class TorchFacts:
     errors: tuple[StepError, ...] = ()
     companions: tuple[Package, ...] = ()
     import_seconds: float | None = None
+    cuda_visible_devices: str | None = None  # as the target interpreter sees it; None when unset
     crash: ChildEnd | None = None
 
     @property
@@ -187,6 +188,7 @@ def facts_from_outcome(outcome: ChildOutcome) -> TorchFacts:
             if isinstance(p, Mapping) and "name" in p and "version" in p
         ),
         import_seconds=raw.get("import_seconds"),
+        cuda_visible_devices=raw.get("cuda_visible_devices"),
     )
 
 

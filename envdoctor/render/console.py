@@ -88,7 +88,7 @@ def render_console(report: Report, console: Console, verbose: bool = False) -> N
     console.print(
         Text.assemble(
             (f"envdoctor {report.envdoctor_version}", "bold"),
-            f" {glyph('·')} examined {report.interpreter.path} ({report.interpreter.reason})",
+            f" {glyph('·')} examined {report.interpreter.path} {glyph('—')} {report.interpreter.reason}",
             source,
         )
     )

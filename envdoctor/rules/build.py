@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from envdoctor import knowledge
-from envdoctor.model import Severity
+from envdoctor.model import Fix, Severity
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, Rule, RuleContext, RuleDoc
@@ -57,12 +57,28 @@ def _cuda_unavailable(ctx: RuleContext) -> Iterator[Hit]:
     if verdict is not None and verdict.kind == "too_old":
         return  # ED101 explains it
     said = "; ".join(w.splitlines()[0] for w in torch.warnings) or "no warning was printed"
+    evidence = ["torch.cuda_available = false", "nvml.gpus", *(w[:200] for w in torch.warnings)]
+    fixes = []
+    hidden = torch.cuda_visible_devices
+    if hidden is not None:
+        evidence.append(f"CUDA_VISIBLE_DEVICES={hidden!r}")
+        unset = {
+            "windows": "Remove-Item Env:CUDA_VISIBLE_DEVICES  # PowerShell; cmd: set CUDA_VISIBLE_DEVICES=",
+        }.get(ctx.platform.os, "unset CUDA_VISIBLE_DEVICES")
+        fixes.append(
+            Fix(
+                summary=f"CUDA_VISIBLE_DEVICES={hidden!r} decides which GPUs torch may see; unset it "
+                "(or list the GPU indices to use) where your job is started",
+                commands=(unset,),
+            )
+        )
     yield Hit(
         title=f"torch {torch.version} is a CUDA build but torch.cuda.is_available() is False",
         detail=f"NVML sees {len(nvml.gpus)} GPU(s) and the driver is new enough, yet torch "
         f"cannot initialise CUDA. torch said: {said}. Check CUDA_VISIBLE_DEVICES, container GPU "
         "access, and the library path findings.",
-        evidence=("torch.cuda_available = false", "nvml.gpus", *(w[:200] for w in torch.warnings)),
+        evidence=tuple(evidence),
+        fixes=tuple(fixes),
     )
 
 

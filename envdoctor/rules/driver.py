@@ -80,7 +80,7 @@ def _too_old(ctx: RuleContext) -> Iterator[Hit]:
     need = str(verdict.floor) if verdict.floor else None
     have = f"driver {verdict.driver}" if verdict.driver else "the installed driver"
     fixes = [driver_fix(ctx, need)]
-    matching = planned_fix(ctx, "Or install the torch build this driver supports", want_cuda=True)
+    matching = planned_fix(ctx, "Install the torch build this driver supports", want_cuda=True)
     if matching is not None:
         fixes.append(matching)
     yield Hit(
@@ -100,7 +100,7 @@ def _minor_compat(ctx: RuleContext) -> Iterator[Hit]:
         return
     torch = ctx.need(TorchFacts)
     fixes = [driver_fix(ctx, str(verdict.native))]
-    matching = planned_fix(ctx, "Or install the build that matches the driver", want_cuda=True)
+    matching = planned_fix(ctx, "Install the build that matches the driver", want_cuda=True)
     if matching is not None:
         fixes.append(matching)
     detail = (
