@@ -22,7 +22,7 @@ from envdoctor.install_commands import (
     pip_command,
     uv_commands,
 )
-from envdoctor.knowledge import Release, conda, variant_cuda
+from envdoctor.knowledge import DriverVersion, Release, conda, variant_cuda
 from envdoctor.knowledge.archs import Capability, arch_list, coverage, sm
 from envdoctor.knowledge.drivers import DriverSupport, driver_support, native_cuda
 from envdoctor.knowledge.gpus import is_tegra
@@ -180,14 +180,13 @@ def _choose_cuda(release: Release, target: InstallTarget) -> _Choice | str:
 def _no_cuda_fit(
     release: Release, target: InstallTarget, judged: list[tuple[str, DriverSupport, list[str]]]
 ) -> str:
-    running = [(v, s, m) for v, s, m in judged if s.runs]
-    if target.native_only and any(s.kind == "compat" for _, s, _ in judged):
-        running = [(v, s, m) for v, s, m in running if s.kind == "native"]
+    usable = ("native",) if target.native_only else ("native", "compat")
+    running = [(v, s, m) for v, s, m in judged if s.kind in usable]
     if not running:
-        newest = judged[0][1]
+        how = " natively" if target.native_only else ""
+        needs = ", ".join(f"{v} >= {s.native if target.native_only else s.floor}" for v, s, _ in judged)
         return (
-            f"torch {release.torch}: {_driver_words(target)}, too old for its CUDA builds "
-            f"({', '.join(v for v, _, _ in judged)}; {newest.variant} needs >= {newest.floor})"
+            f"torch {release.torch}: {_driver_words(target)}, too old to run its CUDA builds{how} ({needs})"
         )
     gpus = sorted({g for _, _, missing in running for g in missing})
     return f"torch {release.torch}: no build this driver runs includes {', '.join(gpus)}"
@@ -302,10 +301,11 @@ def plan(target: InstallTarget) -> InstallPlan:
 
 
 def _summarise(notes: list[str]) -> str:
+    """The newest release's reason, and how many older ones were tried: one or two lines, not thirty."""
     unique = list(dict.fromkeys(notes))
-    if len(unique) > 3:
-        unique = [*unique[:2], f"... ({len(unique) - 3} more) ...", unique[-1]]
-    return "; ".join(unique)
+    if len(unique) <= 2:
+        return "; ".join(unique)
+    return f"{unique[0]}; {len(notes) - 1} older releases do not fit either"
 
 
 def _impossible(target: InstallTarget, notes: list[str]) -> InstallPlan:
@@ -324,17 +324,11 @@ def _suggestions(target: InstallTarget) -> list[str]:
             )
     wants_gpu = target.variant is None and _wants_cuda(target) and target.driver_version is not None
     if wants_gpu:
-        unlimited = plan(
-            replace(target, driver_version=None, driver_cuda=None, want_cuda=True, native_only=False)
-        )
-        if unlimited.possible and unlimited.variant and unlimited.variant.startswith("cu"):
-            need = driver_support(unlimited.variant, "0", target.os)
-            floor = need.native if target.native_only else need.floor
-            found.append(
-                f"upgrade the NVIDIA driver to >= {floor} for torch {unlimited.torch} ({unlimited.variant})"
-            )
+        upgrade = _driver_upgrade(target)
+        if upgrade is not None:
+            found.append(upgrade)
         tegra = [target.gpu_label(i) for i, c in enumerate(target.gpu_capabilities) if is_tegra(c)]
-        if tegra and not unlimited.possible:
+        if tegra and upgrade is None:
             found.append(
                 f"{', '.join(tegra)}: a Jetson/Tegra GPU runs only kernels built for its own compute "
                 "capability, and PyTorch's wheels include none; use a build made for JetPack"
@@ -344,6 +338,27 @@ def _suggestions(target: InstallTarget) -> list[str]:
         if cpu.possible:
             found.append(f"or the CPU build: --cuda cpu (torch {cpu.torch})")
     return found
+
+
+def _driver_upgrade(target: InstallTarget) -> str | None:
+    """The newest build that serves every GPU whatever the driver, and the driver it needs."""
+    for release in candidates(target):
+        if _release_problem(release, target) is not None:
+            continue
+        builds = release.builds(target.platform)
+        assert builds is not None
+        needs: list[tuple[DriverVersion, str]] = []
+        for variant in (v for v in builds.variants if v.startswith("cu")):
+            if _gpu_coverage(release, variant, target):
+                continue
+            need = driver_support(variant, "0", target.os)
+            floor = need.native if target.native_only or _ptx_only(release, variant, target) else need.floor
+            if floor is not None:
+                needs.append((floor, variant))
+        if needs:
+            floor, variant = min(needs)
+            return f"upgrade the NVIDIA driver to >= {floor} for torch {release.torch} ({variant})"
+    return None
 
 
 def _plan_for(release: Release, choice: _Choice, target: InstallTarget) -> InstallPlan:

@@ -69,8 +69,7 @@ class IndexChoice:
 def choose_index(
     release: Release, variant: str, platform: str, mirror: MirrorChoice | None, warnings: list[str]
 ) -> IndexChoice:
-    builds = release.builds(platform)
-    pypi_has_it = builds is not None and builds.pypi == variant
+    pypi_has_it = knowledge.pypi_plain(release, platform, variant)
     form = knowledge.pip_form(release)
     if pypi_has_it:
         if mirror is None or mirror.pypi:

@@ -225,6 +225,19 @@ def command_packages(row: Release) -> tuple[str, ...]:
     return ("torch", "torchvision")
 
 
+def pypi_plain(row: Release, platform: str, variant: str) -> bool:
+    """Whether the official command for `variant` is a plain PyPI install (no index named).
+
+    That is where PyPI's wheel is that variant, except CUDA on the platforms where the selector
+    names the index anyway (Linux aarch64).
+    """
+    builds = row.builds(platform)
+    if builds is None or builds.pypi != variant:
+        return False
+    always = load_table("releases.json").get("cuda_index_always_named", {}).get("platforms", ())
+    return not (variant.startswith("cu") and platform in always)
+
+
 def python_versions() -> tuple[str, ...]:
     """Every Python minor version some known release has wheels for, oldest first."""
     found = {p for row in releases() for p in row.python}
