@@ -243,8 +243,8 @@ def install(
     gpu: list[str] = typer.Option(
         [], "--gpu", help="A GPU name (RTX 3090) or compute capability (sm_86, 8.6); repeat for several."
     ),
-    manager: Manager = typer.Option(
-        Manager.pip, "--manager", "-m", help="Package manager.", case_sensitive=False
+    manager: Optional[Manager] = typer.Option(
+        None, "--manager", "-m", help="pip (default), uv or conda.", case_sensitive=False
     ),
     mirror: Optional[str] = typer.Option(
         None,
@@ -271,7 +271,7 @@ def install(
         python=python,
         driver=driver,
         gpus=tuple(gpu),
-        manager=manager.value,
+        manager=manager.value if manager else None,
         mirror=mirror,
     )
     try:

@@ -203,6 +203,9 @@ def _explicit_variant(release: Release, target: InstallTarget) -> _Choice | str:
     why = f"{variant} as asked"
     if variant.startswith("cu"):
         support = driver_support(variant, target.driver_version, target.os, target.driver_cuda)
+        if target.driver_version is None and support.floor is not None:
+            native = f" (>= {support.native} natively)" if support.native != support.floor else ""
+            warnings.append(f"NVIDIA driver unknown: {variant} needs >= {support.floor}{native}")
         if support.kind == "too_old":
             warnings.append(
                 f"driver {target.driver_version} is too old for {variant}: it needs >= {support.floor}"
@@ -336,7 +339,7 @@ def _suggestions(target: InstallTarget) -> list[str]:
     if target.variant != "cpu":
         cpu = plan(replace(target, variant="cpu", want_cuda=False))
         if cpu.possible:
-            found.append(f"or the CPU build: --cuda cpu (torch {cpu.torch})")
+            found.append(f"the CPU build: --cuda cpu (torch {cpu.torch})")
     return found
 
 
@@ -372,9 +375,8 @@ def _plan_for(release: Release, choice: _Choice, target: InstallTarget) -> Insta
     if choice.variant.startswith("cu") and target.gpu_capabilities and arch is None:
         warnings.append(f"envdoctor has no arch list for torch {release.torch} {choice.variant}")
     if choice.variant.startswith("cu") and not target.gpu_capabilities:
-        warnings.append(
-            "GPU architecture unknown: the choice follows the driver only (pass --gpu NAME or sm_XY)"
-        )
+        checked = "the choice follows the driver only" if target.variant is None else "not checked"
+        warnings.append(f"GPU architecture unknown: {checked} (pass --gpu NAME or sm_XY)")
     packages = knowledge.command_packages(release)
     if "torchaudio" in packages and release.torchaudio is None:
         warnings.append(f"no torchaudio release is known for torch {release.torch}")

@@ -44,7 +44,7 @@ class Given:
     python: str | None = None
     driver: str | None = None
     gpus: tuple[str, ...] = ()
-    manager: str = "pip"
+    manager: str | None = None  # None: pip
     mirror: str | None = None
 
 

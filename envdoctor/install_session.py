@@ -55,12 +55,12 @@ def _machine(given_arch: str | None, os_name: str, local_os: str, local_machine:
     return _DEFAULT_MACHINE[os_name], "default"
 
 
-def _mirror(given: str | None, detected: Detected) -> tuple[MirrorChoice | None, Input]:
+def _mirror(given: str | None, detected: Detected, looked: bool) -> tuple[MirrorChoice | None, Input]:
     if given is not None:
         return resolve_mirror(given, "given"), Input("Mirror", given, "given")
     index = detected.pip_index
     if index is None:
-        return None, Input("Mirror", "none (PyPI's default index)", "detected")
+        return None, Input("Mirror", "none (PyPI's default index)", "detected" if looked else "default")
     known = mirrors.recognise(index.url)
     pypi = mirrors.pypi_default_url()
     if pypi is not None and index.url.rstrip("/") == pypi.rstrip("/"):
@@ -100,12 +100,14 @@ def build(given: Given, host: Host) -> tuple[InstallTarget, tuple[Input, ...]]:
     check_combination(release, variant, platform, python_version, os_name, given.cuda)
 
     same_machine = platform == knowledge.platform_key(local.os, local.machine)
+    manager = given.manager or "pip"
+    want_index = same_machine and manager == "pip" and mirror_given is None
     detected = detect(
         host,
         interpreter=interpreter,
         want_python=python_version is None and (same_machine or interpreter is not None),
         want_gpu=same_machine and not driver and not gpus and variant in (None, *_cuda_variants(variant)),
-        want_index=same_machine and given.manager == "pip" and mirror_given is None,
+        want_index=want_index,
     )
     if interpreter is not None and detected.target is None:
         raise RequestError(f"--python {interpreter}: {detected.target_error}")
@@ -143,11 +145,11 @@ def build(given: Given, host: Host) -> tuple[InstallTarget, tuple[Input, ...]]:
         shown = ", ".join(f"{n} ({sm(c)})" if n != sm(c) else n for n, c in zip(names, capabilities))
         inputs.append(Input("GPUs", shown, "given" if gpus else "detected"))
 
-    mirror, mirror_input = _mirror(mirror_given, detected)
+    mirror, mirror_input = _mirror(mirror_given, detected, want_index)
     inputs += [
         Input("torch", release.torch if release else "newest that fits", "given" if release else "default"),
         Input("CUDA", variant or "auto", "given" if given.cuda else "default"),
-        Input("Manager", given.manager, "given"),
+        Input("Manager", manager, "given" if given.manager else "default"),
         mirror_input,
     ]
     target = InstallTarget(
@@ -160,7 +162,7 @@ def build(given: Given, host: Host) -> tuple[InstallTarget, tuple[Input, ...]]:
         gpu_names=names,
         torch=release.torch if release else None,
         variant=variant,
-        manager=given.manager,
+        manager=manager,
         mirror=mirror,
         python_launcher=("pip3",),
     )

@@ -152,3 +152,15 @@ def test_platform_keys(os_name: str, machine: str, key: str) -> None:
 )
 def test_native_cuda_of_a_driver(driver: str, os_name: str, cuda: str | None) -> None:
     assert native_cuda(driver, os_name) == cuda
+
+
+def test_usable_variants_newest_first_with_minor_version_compatibility() -> None:
+    from envdoctor.knowledge.drivers import usable_variants
+
+    found = usable_variants("535.104.05", "linux", ("cpu", "cu118", "cu121", "cu124", "cu130"))
+    assert [(s.variant, s.kind) for s in found] == [
+        ("cu124", "compat"),
+        ("cu121", "native"),
+        ("cu118", "native"),
+    ]
+    assert usable_variants(None, "linux", ("cu118",)) == ()

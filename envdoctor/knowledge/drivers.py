@@ -90,3 +90,15 @@ def native_cuda(driver: str | None, os_name: str) -> str | None:
         if need is not None and have >= need and (best is None or Version(row["cuda"]) > best):
             best = Version(row["cuda"])
     return None if best is None else f"{best.major}.{best.minor}"
+
+
+def usable_variants(
+    driver: str | None, os_name: str, variants: tuple[str, ...], driver_cuda: str | None = None
+) -> tuple[DriverSupport, ...]:
+    """The CUDA variants among `variants` that `driver` runs, newest first (natively or by MVC).
+
+    The driver side only: the planner (install.py) also checks each build's GPU architectures.
+    """
+    judged = [driver_support(v, driver, os_name, driver_cuda) for v in variants if v.startswith("cu")]
+    found = [s for s in judged if s.runs]
+    return tuple(sorted(found, key=lambda s: Version(s.cuda), reverse=True))
