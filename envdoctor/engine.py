@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from envdoctor import __version__
@@ -51,7 +51,13 @@ def _run_one(probe: ProbeSpec, ctx: ProbeContext, slot: _Slot) -> None:
         )
 
 
-def run_probes(ctx: ProbeContext, probes: Sequence[ProbeSpec] = PROBES) -> tuple[ProbeResult, ...]:
+def run_probes(
+    ctx: ProbeContext,
+    probes: Sequence[ProbeSpec] = PROBES,
+    while_waiting: Callable[[], object] | None = None,
+) -> tuple[ProbeResult, ...]:
+    """Run every probe, each bounded by its timeout. `while_waiting` runs once all have started:
+    work the caller needs anyway (importing the renderer) then hides behind the torch import."""
     started = time.perf_counter()
     slots: dict[str, _Slot] = {}
     threads: dict[str, threading.Thread] = {}
@@ -63,6 +69,8 @@ def run_probes(ctx: ProbeContext, probes: Sequence[ProbeSpec] = PROBES) -> tuple
         )
         thread.start()
         threads[probe.name] = thread
+    if while_waiting is not None:
+        while_waiting()
     results = []
     for probe in probes:
         limit = min(probe.timeout, ctx.options.timeout)

@@ -15,13 +15,19 @@ from envdoctor.rules import RULES
 from tests.fixture_support import FIXTURES, fixture_names, fixture_report
 
 
-def run(*args: str, env: dict[str, str] | None = None, cwd: str | None = None) -> subprocess.CompletedProcess[str]:
+def run(
+    *args: str, env: dict[str, str] | None = None, cwd: str | None = None
+) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, **(env or {})}
     full_env.pop("VIRTUAL_ENV", None)
     full_env.pop("CONDA_PREFIX", None)
     return subprocess.run(
         [sys.executable, "-m", "envdoctor", *args],
-        capture_output=True, text=True, timeout=180, env=full_env, cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=full_env,
+        cwd=cwd,
     )
 
 
@@ -32,14 +38,24 @@ def bad_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     (base / "list.json").write_text("[1, 2]")
     (base / "other.json").write_text('{"schema": "something/1"}')
     (base / "badfacts.json").write_text(
-        json.dumps({"schema": "envdoctor.snapshot/1", "platform": {"system": "Linux", "release": "1",
-                    "version": "1", "machine": "x"}, "interpreter": {"path": "/p", "reason": "r"},
-                    "probes": [{"probe": "nvml", "status": "ok", "facts": {"status": 5}}]})
+        json.dumps(
+            {
+                "schema": "envdoctor.snapshot/1",
+                "platform": {"system": "Linux", "release": "1", "version": "1", "machine": "x"},
+                "interpreter": {"path": "/p", "reason": "r"},
+                "probes": [{"probe": "nvml", "status": "ok", "facts": {"status": 5}}],
+            }
+        )
     )
     (base / "badstatus.json").write_text(
-        json.dumps({"schema": "envdoctor.snapshot/1", "platform": {"system": "Linux", "release": "1",
-                    "version": "1", "machine": "x"}, "interpreter": {"path": "/p", "reason": "r"},
-                    "probes": [{"probe": "nvml", "status": "sleeping"}]})
+        json.dumps(
+            {
+                "schema": "envdoctor.snapshot/1",
+                "platform": {"system": "Linux", "release": "1", "version": "1", "machine": "x"},
+                "interpreter": {"path": "/p", "reason": "r"},
+                "probes": [{"probe": "nvml", "status": "sleeping"}],
+            }
+        )
     )
     (base / "binary.json").write_bytes(b"\xff\xfe\x00garbage")
     (base / "adir").mkdir()
@@ -62,7 +78,10 @@ BAD_INPUTS = [
     (("check", "--from", "{adir}"), "is a folder"),
     (("check", "--from", "/no/such/snapshot.json"), "no such file"),
     (("check", "--from", "{list.json}", "--python", "/usr/bin/python3"), "cannot be combined"),
-    (("check", "--output", "{adir}", "--from", str(FIXTURES / "linux-rtx3090-no-torch.json")), "cannot be written"),
+    (
+        ("check", "--output", "{adir}", "--from", str(FIXTURES / "linux-rtx3090-no-torch.json")),
+        "cannot be written",
+    ),
     (("explain", "ED000"), "unknown rule 'ED000'"),
     (("explain",), "Missing argument"),
     (("frobnicate",), "No such command"),
@@ -71,7 +90,9 @@ BAD_INPUTS = [
 
 
 @pytest.mark.parametrize(("args", "message"), BAD_INPUTS, ids=[" ".join(a) for a, _ in BAD_INPUTS])
-def test_bad_input_is_one_line_and_exit_2(args: tuple[str, ...], message: str, bad_files: dict[str, str]) -> None:
+def test_bad_input_is_one_line_and_exit_2(
+    args: tuple[str, ...], message: str, bad_files: dict[str, str]
+) -> None:
     argv = list(args)
     for name, path in bad_files.items():
         argv = [a.replace("{" + name + "}", path) for a in argv]
@@ -128,7 +149,9 @@ def test_live_check_tells_the_truth_about_this_machine(tmp_path: Path) -> None:
 
 
 def test_piped_console_has_no_colour_codes() -> None:
-    result = run("check", "--from", str(FIXTURES / "win11-rtx4070-pypi-cpu-torch.json"), env={"NO_COLOR": "1"})
+    result = run(
+        "check", "--from", str(FIXTURES / "win11-rtx4070-pypi-cpu-torch.json"), env={"NO_COLOR": "1"}
+    )
     assert result.returncode == 1
     assert "\x1b[" not in result.stdout
     assert "[✗] PyTorch build" in result.stdout and "ED201" in result.stdout

@@ -46,7 +46,7 @@ def test_real_torch_facts_are_true_of_this_build() -> None:
 
 def test_real_python_info() -> None:
     target = resolve_target(LiveHost(), sys.executable)
-    assert target.info.version == "%d.%d.%d" % sys.version_info[:3]
+    assert target.info.version == ".".join(str(n) for n in sys.version_info[:3])
     assert target.info.is_venv == (sys.prefix != sys.base_prefix)
 
 
@@ -69,7 +69,9 @@ def test_segfaulting_interpreter_becomes_a_crash_fact(tmp_path: Path) -> None:
 
 @posix_only
 def test_hanging_interpreter_is_killed_at_the_timeout(tmp_path: Path) -> None:
-    python = _fake_python(tmp_path, 'echo \'{"record": "stage", "stage": "cuda_available"}\'; sleep 60 & wait')
+    python = _fake_python(
+        tmp_path, 'echo \'{"record": "stage", "stage": "cuda_available"}\'; sleep 60 & wait'
+    )
     started = time.perf_counter()
     outcome = LiveHost().python_json(python, "torch_probe.py", (), 1.0)
     assert time.perf_counter() - started < 10
@@ -99,5 +101,12 @@ def test_parse_records_keeps_only_json_objects() -> None:
 def test_nvml_child_answers_here() -> None:
     outcome = LiveHost().python_json(sys.executable, "nvml_probe.py", (), 30)
     statuses = {r.get("status") for r in outcome.records if r.get("record") == "nvml"}
-    assert statuses and statuses <= {"ok", "library_not_found", "driver_not_loaded", "pynvml_missing", "error",
-                                     "version_mismatch", "no_permission"}
+    assert statuses and statuses <= {
+        "ok",
+        "library_not_found",
+        "driver_not_loaded",
+        "pynvml_missing",
+        "error",
+        "version_mismatch",
+        "no_permission",
+    }

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
+
 from envdoctor.host.base import ChildOutcome, CommandResult
 from envdoctor.host.fake import FakeHost
 from envdoctor.model import PlatformInfo
 from envdoctor.probes import nvml, system, torch_build
 from envdoctor.probes.base import NotApplicable
 from tests.support import context, records
-
-import pytest
 
 WINDOWS = PlatformInfo("Windows", "11", "10.0.22631", "AMD64")
 MAC = PlatformInfo("Darwin", "24.1.0", "Darwin Kernel", "arm64")
@@ -48,7 +48,9 @@ def test_nvml_ok_record() -> None:
                     "status": "ok",
                     "driver_version": "550.144.03",
                     "cuda_driver_version": 12040,
-                    "gpus": [{"index": 0, "name": "NVIDIA A10", "capability": [8, 6], "memory_total_bytes": 1}],
+                    "gpus": [
+                        {"index": 0, "name": "NVIDIA A10", "capability": [8, 6], "memory_total_bytes": 1}
+                    ],
                     "errors": [],
                 }
             )
@@ -74,7 +76,9 @@ def test_nvml_no_driver_but_gpu_on_pci_bus() -> None:
     assert "1 NVIDIA GPU(s) on the PCI bus" in nvml.describe(facts)
 
 
-SMI_CSV = "0, NVIDIA GeForce RTX 4090, 8.9, 24564, 560.35.03\n1, NVIDIA GeForce RTX 4090, 8.9, 24564, 560.35.03\n"
+SMI_CSV = (
+    "0, NVIDIA GeForce RTX 4090, 8.9, 24564, 560.35.03\n1, NVIDIA GeForce RTX 4090, 8.9, 24564, 560.35.03\n"
+)
 SMI_HEADER = "| NVIDIA-SMI 560.35.03   Driver Version: 560.35.03      CUDA Version: 12.6     |"
 
 
@@ -82,9 +86,13 @@ def test_nvidia_smi_fallback_when_pynvml_missing() -> None:
     smi = "/usr/bin/nvidia-smi"
     host = FakeHost(
         programs={"nvidia-smi": smi},
-        children={"nvml_probe.py": records({"record": "nvml", "status": "pynvml_missing", "error": "No module"})},
+        children={
+            "nvml_probe.py": records({"record": "nvml", "status": "pynvml_missing", "error": "No module"})
+        },
         commands={
-            (smi, f"--query-gpu={nvml._SMI_FIELDS}", "--format=csv,noheader,nounits"): CommandResult(0, SMI_CSV),
+            (smi, f"--query-gpu={nvml._SMI_FIELDS}", "--format=csv,noheader,nounits"): CommandResult(
+                0, SMI_CSV
+            ),
             (smi,): CommandResult(0, SMI_HEADER),
         },
     )
@@ -128,7 +136,9 @@ def test_windows_nvidia_smi_default_location() -> None:
 
 def test_smi_parsers_ignore_noise() -> None:
     gpus, driver = nvml.parse_smi_csv("garbage\n0, Tesla K80, [N/A], 11441, 470.182.03\n")
-    assert driver == "470.182.03" and gpus[0].capability is None and gpus[0].memory_total_bytes == 11441 * 2**20
+    assert (
+        driver == "470.182.03" and gpus[0].capability is None and gpus[0].memory_total_bytes == 11441 * 2**20
+    )
     assert nvml.parse_smi_cuda_version("no header") is None
 
 

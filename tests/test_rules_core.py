@@ -30,8 +30,14 @@ def nvml(driver: str, cuda: int | None = None) -> NvmlFacts:
 
 
 def cuda_torch(cuda: str, version: str = "2.5.1", **kw: object) -> TorchFacts:
-    return TorchFacts(installed=True, version=f"{version}+cu{cuda.replace('.', '')}", cuda=cuda,
-                      cuda_available=True, device_count=1, **kw)  # type: ignore[arg-type]
+    return TorchFacts(
+        installed=True,
+        version=f"{version}+cu{cuda.replace('.', '')}",
+        cuda=cuda,
+        cuda_available=True,
+        device_count=1,
+        **kw,
+    )  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -53,7 +59,10 @@ def test_driver_boundaries_on_linux(driver: str, cuda: str, expected: list[str])
 
 
 def test_windows_minor_compat_mentions_both_published_minimums() -> None:
-    probes = (ProbeResult("n", ProbeStatus.OK, 0, nvml("527.41")), ProbeResult("t", ProbeStatus.OK, 0, cuda_torch("12.4")))
+    probes = (
+        ProbeResult("n", ProbeStatus.OK, 0, nvml("527.41")),
+        ProbeResult("t", ProbeStatus.OK, 0, cuda_torch("12.4")),
+    )
     ctx = RuleContext.build(WINDOWS, Interpreter("C:\\env\\python.exe", "r"), probes)
     finding = next(f for f in evaluate(ctx) if f.code == "ED102")
     assert "528.33" in finding.detail
@@ -65,15 +74,23 @@ def test_driver_cuda_major_below_torch_major_is_too_old_even_without_data() -> N
 
 
 def test_torch_warning_alone_is_enough() -> None:
-    torch = cuda_torch("12.4", warnings=("CUDA initialization: The NVIDIA driver on your system is too old "
-                                         "(found version 11040). Please update",))
+    torch = cuda_torch(
+        "12.4",
+        warnings=(
+            "CUDA initialization: The NVIDIA driver on your system is too old "
+            "(found version 11040). Please update",
+        ),
+    )
     broken = NvmlFacts(status="error", error="GPU is lost")
     assert "ED101" in codes(broken, torch)
 
 
 def test_cpu_torch_on_windows_gpu_machine_fix_is_a_cuda_index() -> None:
     torch = TorchFacts(installed=True, version="2.5.1+cpu", cuda_available=False)
-    probes = (ProbeResult("n", ProbeStatus.OK, 0, nvml("560.94", 12060)), ProbeResult("t", ProbeStatus.OK, 0, torch))
+    probes = (
+        ProbeResult("n", ProbeStatus.OK, 0, nvml("560.94", 12060)),
+        ProbeResult("t", ProbeStatus.OK, 0, torch),
+    )
     ctx = RuleContext.build(WINDOWS, Interpreter("C:\\env\\python.exe", "r"), probes)
     finding = next(f for f in evaluate(ctx) if f.code == "ED201")
     command = finding.fixes[0].commands[0]
@@ -104,9 +121,15 @@ def test_broken_driver_states(status: str, command: str) -> None:
 @pytest.mark.parametrize(
     ("message", "fragment"),
     [
-        ("libcusparse.so.12: undefined symbol: __nvJitLinkComplete_12_4, version libnvJitLink.so.12", "LD_LIBRARY_PATH"),
-        ("[WinError 1114] A dynamic link library (DLL) initialization routine failed. Error loading "
-         "\"C:\\x\\torch\\lib\\c10.dll\" or one of its dependencies.", "Visual C++"),
+        (
+            "libcusparse.so.12: undefined symbol: __nvJitLinkComplete_12_4, version libnvJitLink.so.12",
+            "LD_LIBRARY_PATH",
+        ),
+        (
+            "[WinError 1114] A dynamic link library (DLL) initialization routine failed. Error loading "
+            '"C:\\x\\torch\\lib\\c10.dll" or one of its dependencies.',
+            "Visual C++",
+        ),
         ("libcudnn.so.9: cannot open shared object file: No such file or directory", "nvidia-*"),
         ("/lib64/libc.so.6: version `GLIBC_2.28' not found", "C library"),
         ("A module that was compiled using NumPy 1.x cannot be run in NumPy 2.0.0", "NumPy"),
@@ -128,7 +151,9 @@ def test_unknown_import_error_still_reported() -> None:
 def test_companion_label_mismatch_even_when_versions_match() -> None:
     torch = cuda_torch("12.4", companions=(Package("torchvision", "0.20.1+cpu"),))
     assert codes(nvml("550.144.03", 12040), torch) == ["ED202"]
-    ok = cuda_torch("12.4", companions=(Package("torchvision", "0.20.1+cu124"), Package("torchaudio", "2.5.1")))
+    ok = cuda_torch(
+        "12.4", companions=(Package("torchvision", "0.20.1+cu124"), Package("torchaudio", "2.5.1"))
+    )
     assert codes(nvml("550.144.03", 12040), ok) == []
 
 

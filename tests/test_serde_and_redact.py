@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from envdoctor.model import Fix, Finding, Severity
+from envdoctor.model import Finding, Fix, Severity
 from envdoctor.probes.nvml import Gpu, NvmlFacts
 from envdoctor.redact import MASK, is_secret_name, redact, redact_text
 from envdoctor.serde import DataError, from_data, to_data
@@ -92,4 +92,7 @@ def test_redact_walks_dataclasses_and_keeps_enums() -> None:
     clean = redact(finding)
     assert clean.severity is Severity.WARNING
     assert "hunter2" not in repr(clean)
-    assert redact({"GITHUB_TOKEN": "ghp_abc", "PATH": "/usr/bin"}) == {"GITHUB_TOKEN": MASK, "PATH": "/usr/bin"}
+    assert redact({"GITHUB_TOKEN": "ghp_abc", "PATH": "/usr/bin"}) == {
+        "GITHUB_TOKEN": MASK,
+        "PATH": "/usr/bin",
+    }

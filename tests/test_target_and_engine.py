@@ -34,7 +34,9 @@ def test_interpreter_order_explicit_then_venv_then_conda_then_own() -> None:
         files={"/v/bin/python": "", "/c/bin/python": ""},
     )
     assert choose_interpreter(host, "/x/python").reason == "given with --python"
-    assert choose_interpreter(host, None) == Interpreter("/v/bin/python", "the active environment ($VIRTUAL_ENV)")
+    assert choose_interpreter(host, None) == Interpreter(
+        "/v/bin/python", "the active environment ($VIRTUAL_ENV)"
+    )
     host.environ.pop("VIRTUAL_ENV")
     assert choose_interpreter(host, None).path == "/c/bin/python"
     host.environ.pop("CONDA_PREFIX")
@@ -61,14 +63,24 @@ def test_resolve_target_reads_python_facts() -> None:
     [
         (FakeHost(), "no such file"),
         (FakeHost(dirs={"/env/bin/python": ()}), "is a folder"),
-        (FakeHost(files={"/env/bin/python": ""}, children={"python_info.py": ChildOutcome((), 0)}),
-         "not a runnable Python interpreter (exited with code 0"),
-        (FakeHost(files={"/env/bin/python": ""},
-                  children={"python_info.py": ChildOutcome((), None, start_error="permission denied")}),
-         "permission denied"),
-        (FakeHost(files={"/env/bin/python": ""},
-                  children={"python_info.py": ChildOutcome(({"record": "python", "version": 3},), 0)}),
-         "unexpected answer"),
+        (
+            FakeHost(files={"/env/bin/python": ""}, children={"python_info.py": ChildOutcome((), 0)}),
+            "not a runnable Python interpreter (exited with code 0",
+        ),
+        (
+            FakeHost(
+                files={"/env/bin/python": ""},
+                children={"python_info.py": ChildOutcome((), None, start_error="permission denied")},
+            ),
+            "permission denied",
+        ),
+        (
+            FakeHost(
+                files={"/env/bin/python": ""},
+                children={"python_info.py": ChildOutcome(({"record": "python", "version": 3},), 0)},
+            ),
+            "unexpected answer",
+        ),
     ],
 )
 def test_bad_interpreters_are_one_line_errors(host: FakeHost, message: str) -> None:
@@ -78,7 +90,9 @@ def test_bad_interpreters_are_one_line_errors(host: FakeHost, message: str) -> N
 
 
 def _spec(name: str, collect, timeout: float = 5.0, slow: bool = False) -> ProbeSpec:  # type: ignore[no-untyped-def]
-    return ProbeSpec(name=name, title=name, facts_type=str, collect=collect, describe=str, timeout=timeout, slow=slow)
+    return ProbeSpec(
+        name=name, title=name, facts_type=str, collect=collect, describe=str, timeout=timeout, slow=slow
+    )
 
 
 def test_failing_hanging_and_inapplicable_probes_do_not_stop_the_others() -> None:
@@ -105,7 +119,9 @@ def test_failing_hanging_and_inapplicable_probes_do_not_stop_the_others() -> Non
     release.set()
     assert time.perf_counter() - started < 5
     assert results["good"].status is ProbeStatus.OK and results["good"].facts == "fine"
-    assert results["boom"].status is ProbeStatus.FAILED and "RuntimeError: kaput" in (results["boom"].error or "")
+    assert results["boom"].status is ProbeStatus.FAILED and "RuntimeError: kaput" in (
+        results["boom"].error or ""
+    )
     assert results["hang"].status is ProbeStatus.TIMEOUT
     assert results["skip"].status is ProbeStatus.NOT_APPLICABLE and results["skip"].error == "not here"
 
