@@ -11,6 +11,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from envdoctor import __version__
 from envdoctor.model import (
@@ -32,7 +33,7 @@ class _Slot:
     result: ProbeResult | None = None
 
 
-def _run_one(probe: ProbeSpec, ctx: ProbeContext, slot: _Slot) -> None:
+def _run_one(probe: ProbeSpec[Any], ctx: ProbeContext, slot: _Slot) -> None:
     started = time.perf_counter()
     try:
         facts = probe.collect(ctx)
@@ -53,7 +54,7 @@ def _run_one(probe: ProbeSpec, ctx: ProbeContext, slot: _Slot) -> None:
 
 def run_probes(
     ctx: ProbeContext,
-    probes: Sequence[ProbeSpec] = PROBES,
+    probes: Sequence[ProbeSpec[Any]] = PROBES,
     while_waiting: Callable[[], object] | None = None,
 ) -> tuple[ProbeResult, ...]:
     """Run every probe, each bounded by its timeout. `while_waiting` runs once all have started:
@@ -125,7 +126,7 @@ def evaluate(ctx: RuleContext, rules: Sequence[Rule] = RULES) -> tuple[Finding, 
 
 
 def area_verdicts(
-    probes: tuple[ProbeResult, ...], findings: tuple[Finding, ...], specs: Sequence[ProbeSpec] = PROBES
+    probes: tuple[ProbeResult, ...], findings: tuple[Finding, ...], specs: Sequence[ProbeSpec[Any]] = PROBES
 ) -> tuple[AreaVerdict, ...]:
     by_name = {p.name: p for p in specs}
     verdicts = []
