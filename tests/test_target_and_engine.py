@@ -163,3 +163,21 @@ def test_exit_codes_and_strict() -> None:
     assert diagnose(plat, interp, (), rules=[rule]).exit_code == 0
     assert diagnose(plat, interp, (), rules=[rule], strict=True).exit_code == 1
     assert diagnose(plat, interp, (), rules=[]).status == "ok"
+
+
+def test_severity_order_is_by_rank_not_by_name() -> None:
+    assert Severity.OK < Severity.INFO < Severity.WARNING < Severity.ERROR
+    assert max([Severity.INFO, Severity.ERROR, Severity.WARNING]) is Severity.ERROR
+    assert Severity.ERROR >= Severity.WARNING and not Severity.INFO > Severity.WARNING
+
+
+def test_an_error_beside_a_note_fails_the_run() -> None:
+    plat, interp = PlatformInfo("Linux", "6", "1", "x86_64"), Interpreter("/p", "r")
+
+    def hit(ctx: RuleContext):  # type: ignore[no-untyped-def]
+        yield Hit("t", "d")
+
+    note = Rule("ED996", "n", Severity.INFO, "torch", "s", (), hit, RuleDoc("w", "y", "f", "e"))
+    error = Rule("ED995", "e", Severity.ERROR, "torch", "s", (), hit, RuleDoc("w", "y", "f", "e"))
+    report = diagnose(plat, interp, (), rules=[note, error])
+    assert report.worst is Severity.ERROR and report.exit_code == 1 and report.status == "error"
