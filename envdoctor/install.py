@@ -29,6 +29,7 @@ from envdoctor.knowledge.gpus import is_tegra
 from envdoctor.shell import join
 
 MANAGERS = ("pip", "uv", "conda")
+GET_STARTED = "https://pytorch.org/get-started/locally/"
 CONDA_CUTOFF_ISSUE = "pytorch/pytorch#138506"
 
 __all__ = ["MANAGERS", "InstallPlan", "InstallTarget", "PlannedCommand", "plan"]
@@ -280,6 +281,11 @@ def _release_problem(release: Release, target: InstallTarget) -> str | None:
 def plan(target: InstallTarget) -> InstallPlan:
     found = candidates(target)
     if not found:
+        newest = plan(replace(target, torch=None))
+        fallback = (
+            f"the newest release in envdoctor's data that fits: torch {newest.torch} ({newest.variant}), "
+            f"--torch {newest.torch}; for torch {target.torch} itself see {GET_STARTED}"
+        )
         return InstallPlan(
             None,
             None,
@@ -288,6 +294,7 @@ def plan(target: InstallTarget) -> InstallPlan:
             f"torch {target.torch} is not in envdoctor's data yet (data as of "
             f"{knowledge.releases_as_of()}); known releases: {knowledge.releases()[0].torch} to "
             f"{knowledge.releases()[-1].torch}",
+            suggestions=(fallback,) if newest.possible else (),
         )
     notes: list[str] = []
     for release in found:

@@ -91,7 +91,8 @@ def parse_release(text: str) -> Release:
         known = knowledge.releases()
         raise RequestError(
             f"--torch {text}: not in envdoctor's data yet (data as of {knowledge.releases_as_of()}); "
-            f"known releases: {known[0].torch} to {known[-1].torch}"
+            f"known releases: {known[0].torch} to {known[-1].torch} "
+            "(leave --torch out for the newest that fits)"
         )
     return found
 
@@ -145,6 +146,7 @@ def check_combination(
     python: str | None,
     os_name: str,
     cuda_text: str | None = None,
+    platform_given: bool = True,
 ) -> None:
     """Given values that can never go together: torch x platform x Python x variant."""
     shown = cuda_text if cuda_text is None or cuda_text.lower() == variant else f"{cuda_text} ({variant})"
@@ -190,7 +192,7 @@ def check_combination(
                 f"--python {python} --cuda {shown}: no release with a {variant} build has wheels for "
                 f"Python {python}; releases {offered[0].torch}-{offered[-1].torch} have it"
             )
-    if not any(r.builds(platform) for r in knowledge.releases()):
+    if platform_given and not any(r.builds(platform) for r in knowledge.releases()):
         raise RequestError(
             f"no torch release in envdoctor's data has wheels for {platform}; known: "
             f"{', '.join(knowledge.known_platforms())}"

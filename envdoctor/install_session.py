@@ -82,6 +82,7 @@ def build(given: Given, host: Host) -> tuple[InstallTarget, tuple[Input, ...]]:
     release = parse_release(given.torch) if given.torch else None
     variant = parse_variant(given.cuda) if given.cuda else None
     python_version = interpreter = None
+    launcher: tuple[str, ...] = ("pip3",)
     if given.python:
         if looks_like_python_version(given.python):
             python_version = parse_python(given.python)
@@ -97,7 +98,9 @@ def build(given: Given, host: Host) -> tuple[InstallTarget, tuple[Input, ...]]:
         raise RequestError("--driver/--gpu: macOS has no NVIDIA CUDA driver; leave them out with --os macos")
     machine, machine_origin = _machine(arch_given, os_name, local.os, local.machine)
     platform = knowledge.platform_key(os_name, machine)
-    check_combination(release, variant, platform, python_version, os_name, given.cuda)
+    check_combination(
+        release, variant, platform, python_version, os_name, given.cuda, bool(os_given or arch_given)
+    )
 
     same_machine = platform == knowledge.platform_key(local.os, local.machine)
     manager = given.manager or "pip"
@@ -120,6 +123,7 @@ def build(given: Given, host: Host) -> tuple[InstallTarget, tuple[Input, ...]]:
         inputs.append(Input("Python", python_version, "given"))
     elif detected.target is not None:
         python_version = detected.target.info.minor
+        launcher = (detected.target.interpreter.path, "-m", "pip")
         inputs.append(Input("Python", python_version, f"detected ({detected.target.interpreter.path})"))
     else:
         inputs.append(Input("Python", "any", "not detected" if same_machine else "default"))
@@ -164,7 +168,7 @@ def build(given: Given, host: Host) -> tuple[InstallTarget, tuple[Input, ...]]:
         variant=variant,
         manager=manager,
         mirror=mirror,
-        python_launcher=("pip3",),
+        python_launcher=launcher,
     )
     return target, tuple(inputs)
 

@@ -69,6 +69,20 @@ def test_this_machine_is_detected() -> None:
     assert inputs["GPUs"] == ("NVIDIA GeForce RTX 3090 (sm_86)", "detected")
     assert session.plan.variant == "cu121"
     assert "RTX 3090 (sm_86) is in cu121's arch list" in session.plan.reason
+    # pip of the examined interpreter, as in check's fixes, so the install lands in that environment
+    assert session.plan.commands[-1].command.startswith(f"{PYTHON} -m pip install torch==2.5.1 ")
+
+
+def test_an_unknown_platform_here_is_a_plan_failure_not_a_usage_error() -> None:
+    host = _host(platform_info=PlatformInfo("Windows", "11", "10.0.26100", "ARM64"))
+    host.children = {"python_info.py": _python_record(), "nvml_probe.py": _nvml_record()}
+    session = run(Given(), host)
+    assert not session.plan.possible
+    assert "has no wheels for windows-arm64" in session.plan.reason
+    with pytest.raises(
+        RequestError, match="no torch release in envdoctor's data has wheels for windows-arm64"
+    ):
+        run(Given(os="windows", arch="arm64"), host)
 
 
 def test_options_override_detection() -> None:

@@ -132,10 +132,11 @@ def test_driver_too_old_for_everything_suggests_the_minimum() -> None:
     assert any("upgrade the NVIDIA driver to >= 525.60.13" in s for s in result.suggestions)
 
 
-def test_unknown_torch_says_so() -> None:
+def test_unknown_torch_says_so_and_offers_the_newest_known() -> None:
     result = _plan(torch="9.9")
     assert not result.possible
     assert "not in envdoctor's data yet (data as of" in result.reason
+    assert result.suggestions and "torch 2.13.0 (cpu), --torch 2.13.0" in result.suggestions[0]
 
 
 def test_no_driver_gives_cpu_and_macos_gives_the_default_wheel() -> None:
