@@ -3,7 +3,7 @@ paths, 6xx Windows runtime and DLL loading, 9xx envdoctor itself."""
 
 from __future__ import annotations
 
-from envdoctor.rules import build, driver, envdoctor_self, toolkit, torch_install
+from envdoctor.rules import build, driver, envdoctor_self, toolkit, torch_install, windows
 from envdoctor.rules.base import Hit, Rule, RuleContext, RuleDoc
 
 RULES: tuple[Rule, ...] = (
@@ -11,6 +11,7 @@ RULES: tuple[Rule, ...] = (
     *driver.RULES,
     *build.RULES,
     *toolkit.RULES,
+    *windows.RULES,
     *envdoctor_self.RULES,
 )
 
