@@ -586,7 +586,10 @@ def win11_conda_vc14_runtime_1438_loads_first() -> Scenario:
 
 def win11_store_python_no_vc_redist() -> Scenario:
     user = "C:\\Users\\username"
-    alias = f"{user}\\AppData\\Local\\Microsoft\\WindowsApps\\PythonSoftwareFoundation.Python.3.11_qbz5n2kfra8p0\\python.exe"
+    alias = (
+        f"{user}\\AppData\\Local\\Microsoft\\WindowsApps\\"
+        "PythonSoftwareFoundation.Python.3.11_qbz5n2kfra8p0\\python.exe"
+    )
     app = (
         "C:\\Program Files\\WindowsApps\\PythonSoftwareFoundation.Python.3.11_3.11.2544.0_x64__qbz5n2kfra8p0"
     )

@@ -83,7 +83,8 @@ def runtime_minimum(torch_version: str | None, dll: str = "msvcp140.dll") -> Run
 
 
 def winerror_meaning(code: int) -> str | None:
-    return load_table(_TABLE)["dll_loading"]["winerrors"].get(str(code))
+    meaning = load_table(_TABLE)["dll_loading"]["winerrors"].get(str(code))
+    return str(meaning) if meaning is not None else None
 
 
 def loads_before_system32(origin: str) -> bool:

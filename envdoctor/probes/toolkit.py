@@ -257,9 +257,10 @@ class _Collector:
         for key in self.order:
             root = self.roots[key]
             exists = self.host.is_dir(root)
-            version, version_from = self.versions.get(key, (None, None))
-            if version is None and exists:
-                version, version_from = _toolkit_version(self.host, root, self.paths)
+            # The toolkit's own version file is the most precise; then nvcc or conda; then the name.
+            version, version_from = _toolkit_version(self.host, root, self.paths) if exists else (None, None)
+            if version_from not in ("version.json", "version.txt") and key in self.versions:
+                version, version_from = self.versions[key]
             found.append(
                 Toolkit(
                     root=root,

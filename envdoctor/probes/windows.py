@@ -286,8 +286,10 @@ def collect(ctx: ProbeContext) -> WindowsFacts:
             known.setdefault(folder.rstrip("\\").lower(), (origin, None))
     modules = []
     for path in _str_list(raw.get("modules")):
-        origin, index = _origin_of(path, known)
-        modules.append(DllFile(ntpath.basename(path).lower(), path, host.file_version(path), origin, index))
+        origin, position = _origin_of(path, known)
+        modules.append(
+            DllFile(ntpath.basename(path).lower(), path, host.file_version(path), origin, position)
+        )
     if modules:
         dll_load = dataclasses.replace(dll_load, modules=tuple(modules))
 

@@ -65,10 +65,17 @@ def path_removal_fixes(
             f"(($p -split ';') | {keep}) -join ';', $scope) }} }}"
         )
         value = ";".join(kept)
+        # Distinct entries are filtered out of the live value; removing only the repeats of an
+        # entry needs the exact remaining value.
+        session = (
+            f"$env:{variable} = {_ps(value)}"
+            if duplicates_only
+            else f"$env:{variable} = ($env:{variable} -split ';' | {keep}) -join ';'"
+        )
         return (
             Fix(
                 summary=f"Remove {names} from {variable} {why} in this PowerShell session",
-                commands=(f"$env:{variable} = {_ps(value)}",),
+                commands=(session,),
             ),
             Fix(summary="The same in a cmd window", commands=(_cmd_set(variable, value),)),
             Fix(

@@ -90,7 +90,7 @@ def _toolkit_unused(ctx: RuleContext) -> Iterator[Hit]:
     if cuda and not no_driver:
         return  # a CUDA torch with a driver: the toolkit rules below judge the details
     newest = max(real, key=lambda t: [int(p) for p in (t.version or "0").split(".") if p.isdigit()])
-    name = f"CUDA {newest.version} toolkit" if newest.version else "CUDA toolkit"
+    name = f"CUDA {newest.major_minor or newest.version} toolkit" if newest.version else "CUDA toolkit"
     if no_driver:
         title = f"a {name} is installed, but no NVIDIA driver works here"
         reason = (
@@ -156,7 +156,7 @@ def _variant_fix(ctx: RuleContext, toolkit_cuda: str) -> Fix | None:
     variant = knowledge.cuda_variant(wanted)
     argv = [python, "-m", "pip", "install", *packages, "--index-url", f"{WHEEL_INDEX}/{variant}"]
     return Fix(
-        summary=f"Or install the torch {release.torch} build for CUDA {wanted}, which matches the toolkit",
+        summary=f"Install the torch {release.torch} build for CUDA {wanted}, which matches the toolkit",
         commands=(join(argv, ctx.platform.os),),
     )
 
@@ -187,8 +187,8 @@ def _major_mismatch(ctx: RuleContext) -> Iterator[Hit]:
     if variant is not None:
         fixes.append(variant)
     yield Hit(
-        title=f"CUDA extensions would build with CUDA {found.toolkit_cuda}, but torch was built "
-        f"with CUDA {found.torch_cuda}",
+        title=f"CUDA extensions would build with CUDA {_major_minor(found.toolkit_cuda)}, but torch "
+        f"was built with CUDA {found.torch_cuda}",
         detail=f"torch itself is fine: {BUNDLED}. Only compiling CUDA extensions (pip installs "
         "from source of packages such as flash-attn, apex, or your own torch.utils.cpp_extension "
         f"code) uses a toolkit: cpp_extension takes {found.home} ({found.chosen_by}) and refuses "
@@ -287,11 +287,19 @@ def _several_on_path(ctx: RuleContext) -> Iterator[Hit]:
     if len(bins) < 2 or len(versions) < 2:
         return
     cuda = _torch_cuda(ctx)
-    keep = next((b for b in bins if cuda and _major_minor(b.version) == cuda), bins[0])
+    home = facts.cuda_home
+    home_key = home.path.rstrip("\\/").lower() if home is not None else None
+    keep = (
+        next((b for b in bins if cuda and _major_minor(b.version) == cuda), None)
+        or next((b for b in bins if cuda and _major(b.version) == _major(cuda)), None)
+        or next((b for b in bins if home_key and b.path.lower().startswith(home_key)), None)
+        or bins[0]
+    )
     others = [b for b in bins if b is not keep]
+    drop = {b.index for b in others}
+    drop |= {b.index for b in facts.cuda_bins if b.duplicate_of in drop}
     listing = "; ".join(f"PATH[{b.index}] {b.path} (CUDA {b.version or '?'})" for b in bins)
     detail = f"{listing}. The first one wins: `nvcc` is CUDA {bins[0].version or '?'} from {bins[0].path}."
-    home = facts.cuda_home
     if home is not None and home.version and _major_minor(home.version) != _major_minor(bins[0].version):
         detail += (
             f" But {home.chosen_by} points at CUDA {home.version} ({home.path}), so build tools "
@@ -300,11 +308,12 @@ def _several_on_path(ctx: RuleContext) -> Iterator[Hit]:
     detail += f" Mixed toolkits confuse builds; torch itself is unaffected: {BUNDLED}."
     why = f"(keeping CUDA {keep.version or '?'} at {keep.path})"
     yield Hit(
-        title=f"{len(bins)} CUDA toolkits are on PATH; CUDA {bins[0].version or '?'} comes first",
+        title=f"{len(bins)} CUDA toolkits are on PATH; "
+        f"CUDA {_major_minor(bins[0].version) or '?'} comes first",
         detail=detail,
         evidence=tuple(f"PATH[{b.index}] = {b.path}" for b in bins),
         fixes=path_removal_fixes(
-            ctx.platform.os, _shell(facts), _path_name(ctx), facts.path, [b.index for b in others], why
+            ctx.platform.os, _shell(facts), _path_name(ctx), facts.path, sorted(drop), why
         ),
     )
 
@@ -490,9 +499,9 @@ def _bin_before_torch(ctx: RuleContext) -> Iterator[Hit]:
         return
     listing = ", ".join(f"PATH[{b.index}] {b.path} (CUDA {b.version})" for b in early)
     yield Hit(
-        title=f"a CUDA {early[0].version} bin folder comes before torch's DLLs on PATH "
+        title=f"a CUDA {_major_minor(early[0].version)} bin folder comes before torch's DLLs on PATH "
         f"(torch uses CUDA {cuda})",
-        detail=f"{listing} precede torch's own DLL folder {facts.path[first]} (PATH[{first}]). DLLs "
+        detail=f"{listing}: before torch's own DLL folder {facts.path[first]} (PATH[{first}]). DLLs "
         "that are looked up through PATH (torch's fallback after error 126, and packages such as "
         "TensorFlow or ONNX Runtime loaded in the same process) come from that toolkit first; a "
         "same-named DLL of another version makes imports fail with WinError 127.",

@@ -54,7 +54,7 @@ def _torch_version(ctx: RuleContext) -> str | None:
 def _where(file: DllFile) -> str:
     words = _ORIGIN_WORDS.get(file.origin, file.origin)
     if file.origin == PATH and file.path_index is not None:
-        words += f" (PATH[{file.path_index}])"
+        words = f"PATH[{file.path_index}] {ntpath.dirname(file.path)}"
     return words
 
 
@@ -87,7 +87,7 @@ def redist_fixes() -> tuple[Fix, ...]:
             ),
             link=info.download,
         ),
-        Fix(summary="Or with winget", commands=(f"winget install --id {info.winget_id} -e",)),
+        Fix(summary="With winget instead", commands=(f"winget install --id {info.winget_id} -e",)),
     )
 
 
@@ -204,18 +204,9 @@ def _owner(loaded: DllFile, ctx: RuleContext) -> str:
     return f"whatever installed {ntpath.dirname(loaded.path)}"
 
 
-def _old_copy_first(ctx: RuleContext) -> Iterator[Hit]:
-    found = _too_old(ctx)
-    if found is None:
-        return
-    loaded, observed, minimum = found
-    if loaded.origin == SYSTEM32:
-        return  # ED602
-    facts = ctx.need(WindowsFacts)
+def _copy_fixes(ctx: RuleContext, loaded: DllFile, minimum: knowledge.RuntimeMinimum) -> tuple[Fix, ...]:
+    """Ways to stop an old runtime copy outside System32 from loading first."""
     python = ctx.get(PythonFacts)
-    system = facts.runtime(minimum.dll, SYSTEM32)
-    system_ok = any((knowledge.file_version(f.version) or minimum.minimum) >= minimum.minimum for f in system)
-    owner = _owner(loaded, ctx)
     fixes: list[Fix] = []
     if python is not None and python.is_conda and loaded.origin in (APP_DIR, ENV):
         prefix = quote(python.prefix, "windows")
@@ -229,11 +220,26 @@ def _old_copy_first(ctx: RuleContext) -> Iterator[Hit]:
     else:
         fixes.append(
             Fix(
-                summary=f"Update or remove {owner} so that its {minimum.dll} is not loaded before "
-                f"System32's; if it is a Python package, import torch before it",
+                summary=f"Update or remove {_owner(loaded, ctx)} so that its {minimum.dll} is not loaded "
+                "before System32's; if it is a Python package, import torch before it",
             )
         )
     fixes.extend(_folder_removal(ctx, [loaded], f"(its {minimum.dll} {loaded.version} loads first)"))
+    return tuple(fixes)
+
+
+def _old_copy_first(ctx: RuleContext) -> Iterator[Hit]:
+    found = _too_old(ctx)
+    if found is None:
+        return
+    loaded, observed, minimum = found
+    if loaded.origin == SYSTEM32:
+        return  # ED602
+    facts = ctx.need(WindowsFacts)
+    system = facts.runtime(minimum.dll, SYSTEM32)
+    system_ok = any((knowledge.file_version(f.version) or minimum.minimum) >= minimum.minimum for f in system)
+    owner = _owner(loaded, ctx)
+    fixes = list(_copy_fixes(ctx, loaded, minimum))
     if not system_ok:
         fixes.extend(redist_fixes())
     why = {
@@ -291,7 +297,13 @@ def _dll_load_fails(ctx: RuleContext) -> Iterator[Hit]:
     detail += f" VC++ runtime: {'; '.join(runtime)}."
     if load.via_path:
         detail += f" Loaded only through PATH: {', '.join(load.via_path)}."
-    fixes = list(redist_fixes())
+    fixes: list[Fix] = []
+    old_copy = _too_old(ctx) if ctx.get(TorchFacts) is not None else None
+    if old_copy is not None and old_copy[0].origin != SYSTEM32:
+        # The old copy outside System32 is the known cause: its fix comes before the usual order.
+        fixes.extend(_copy_fixes(ctx, old_copy[0], old_copy[2]))
+        detail += f" The {old_copy[2].dll} that loads is older than {old_copy[2].minimum} (see ED603)."
+    fixes.extend(redist_fixes())
     suspects = [f for f in facts.runtime_files if f.origin == PATH] + list(_shadowing_cuda(facts))
     fixes.extend(_folder_removal(ctx, suspects, "(foreign DLLs torch may pick up)"))
     reinstall = reinstall_fix(ctx)
@@ -362,7 +374,7 @@ def _long_paths(ctx: RuleContext) -> Iterator[Hit]:
                 link=LONG_PATHS_DOCS,
             ),
             Fix(
-                summary="Or use a virtual environment in a short folder",
+                summary="Use a virtual environment in a short folder instead",
                 commands=("py -m venv C:\\venvs\\torch",),
             ),
         ),
@@ -438,7 +450,7 @@ def _cuda_dlls_on_path(ctx: RuleContext) -> Iterator[Hit]:
     lines = []
     for file in found:
         own = torch_dlls.get(file.name)
-        theirs = f"{file.name} {file.version or '?'} in {ntpath.dirname(file.path)} ({_where(file)})"
+        theirs = f"{ntpath.basename(file.path)} {file.version or '?'} in {_where(file)}"
         lines.append(theirs + (f" vs torch's {own.version}" if own else ", loaded into the DLL check"))
     yield Hit(
         title="CUDA DLLs on PATH have the names of torch's own but other versions",
@@ -447,7 +459,9 @@ def _cuda_dlls_on_path(ctx: RuleContext) -> Iterator[Hit]:
         "ONNX Runtime / an older CUDA app in the same process) wins for the whole process, and "
         "torch then fails with [WinError 127] (a missing procedure).",
         evidence=tuple(lines),
-        fixes=_folder_removal(ctx, found, "(old CUDA/cuDNN DLLs that shadow torch's)"),
+        fixes=_folder_removal(
+            ctx, found, "(builds still find a toolkit through CUDA_PATH/CUDA_HOME; torch needs none)"
+        ),
     )
 
 
