@@ -75,7 +75,7 @@ def load_order(names):
 
 
 def is_watched(path):
-    name = os.path.basename(path).lower()
+    name = path.replace("\\", "/").rsplit("/", 1)[-1].lower()
     return name.endswith(".dll") and any(name.startswith(prefix) for prefix in WATCHED)
 
 

@@ -7,13 +7,13 @@ is information: a toolkit is never what makes a torch wheel run.
 
 from __future__ import annotations
 
+import dataclasses
 import ntpath
 import posixpath
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from envdoctor import knowledge
-from envdoctor.install import WHEEL_INDEX
+from envdoctor import install, knowledge
 from envdoctor.knowledge import cuda_libraries
 from envdoctor.model import Fix, Severity
 from envdoctor.probes.nvml import NvmlFacts
@@ -22,6 +22,7 @@ from envdoctor.probes.toolkit import CudaBinEntry, LibraryCopy, Toolkit, Toolkit
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, Rule, RuleContext, RuleDoc
 from envdoctor.rules.env_edits import path_removal_fixes, set_variable_fixes
+from envdoctor.rules.fixes import GET_STARTED, install_target
 from envdoctor.shell import join
 
 TOOLKIT_ARCHIVE = "https://developer.nvidia.com/cuda-toolkit-archive"
@@ -143,21 +144,21 @@ def _point_cuda_home(ctx: RuleContext, facts: ToolkitFacts, toolkit: Toolkit, wh
 
 
 def _variant_fix(ctx: RuleContext, toolkit_cuda: str) -> Fix | None:
-    """Installing the torch build that matches the toolkit, when that release offers it."""
+    """The planner's command for the installed torch release built for the toolkit's CUDA."""
     torch = ctx.get(TorchFacts)
-    release = knowledge.release(torch.public_version or "") if torch is not None else None
     wanted = _major_minor(toolkit_cuda)
-    if release is None or wanted not in release.cuda:
+    if torch is None or not torch.public_version or wanted is None:
         return None
-    python = ctx.interpreter.path
-    packages = [f"torch=={release.torch}"]
-    if release.torchvision:
-        packages.append(f"torchvision=={release.torchvision}")
-    variant = knowledge.cuda_variant(wanted)
-    argv = [python, "-m", "pip", "install", *packages, "--index-url", f"{WHEEL_INDEX}/{variant}"]
+    target = dataclasses.replace(
+        install_target(ctx, torch=torch.public_version), variant=knowledge.cuda_variant(wanted)
+    )
+    plan = install.plan(target)
+    if not plan.possible:
+        return None
     return Fix(
-        summary=f"Install the torch {release.torch} build for CUDA {wanted}, which matches the toolkit",
-        commands=(join(argv, ctx.platform.os),),
+        summary=f"Install the torch build for CUDA {wanted}, which matches the toolkit: {plan.reason}",
+        commands=tuple(c.command for c in plan.commands),
+        link=GET_STARTED,
     )
 
 
