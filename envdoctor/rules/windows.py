@@ -104,7 +104,9 @@ def reinstall_fix(ctx: RuleContext) -> Fix | None:
         return None
     python = quote(ctx.interpreter.path, "windows")
     uninstall = f"{python} -m pip uninstall -y torch torchvision torchaudio"
-    commands = (uninstall, *(f"{c} --no-cache-dir" for c in planned.commands))
+    # A clean reinstall: everything out first, then fresh downloads rather than cached wheels.
+    install = [f"{c} --no-cache-dir" if " install " in c else c for c in planned.commands]
+    commands = tuple(install) if any(" uninstall " in c for c in install) else (uninstall, *install)
     return Fix(summary=planned.summary, commands=commands, link=planned.link)
 
 
