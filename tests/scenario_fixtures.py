@@ -12,11 +12,12 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from envdoctor.host.fake import FakeHost
 from envdoctor.model import Interpreter, PlatformInfo, ProbeResult, ProbeStatus
 from envdoctor.probes import toolkit, windows
-from envdoctor.probes.base import NotApplicable, ProbeContext
+from envdoctor.probes.base import NotApplicable, ProbeContext, ProbeSpec
 from envdoctor.probes.nvml import Gpu, NvmlFacts
 from envdoctor.probes.system import SystemFacts
 from envdoctor.probes.torch_build import Package, PythonError, TorchDevice, TorchFacts
@@ -61,13 +62,13 @@ class Scenario:
     def context(self) -> ProbeContext:
         return ProbeContext(host=self.host, target=self.target)
 
-    def probe_result(self, spec: object) -> ProbeResult:
-        probe = spec  # a ProbeSpec
+    def probe_result(self, probe: ProbeSpec[Any]) -> ProbeResult:
+        """Run a probe for real on the recorded machine."""
         try:
-            facts = probe.collect(self.context())  # type: ignore[attr-defined]
+            facts = probe.collect(self.context())
         except NotApplicable as reason:
-            return ProbeResult(probe.name, ProbeStatus.NOT_APPLICABLE, 0.0, error=str(reason))  # type: ignore[attr-defined]
-        return ProbeResult(probe.name, ProbeStatus.OK, self.seconds.get(probe.name, 0.01), facts)  # type: ignore[attr-defined]
+            return ProbeResult(probe.name, ProbeStatus.NOT_APPLICABLE, 0.0, error=str(reason))
+        return ProbeResult(probe.name, ProbeStatus.OK, self.seconds.get(probe.name, 0.01), facts)
 
     def snapshot(self) -> Snapshot:
         probes = [

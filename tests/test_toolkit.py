@@ -270,3 +270,20 @@ def test_live_realpath_and_windows_only_methods(tmp_path: os.PathLike[str]) -> N
     if os.name != "nt":
         assert host.registry_values("HKLM\\SOFTWARE\\Microsoft", 64) is None
         assert host.file_version(sys.executable) is None
+
+
+def test_conda_nvcc_package_is_a_toolkit() -> None:
+    env = "/home/user/miniconda3/envs/ml"
+    machine = Machine(LINUX, {"PATH": "/usr/bin", "CONDA_PREFIX": env})
+    machine.folder("/usr/bin").folder("/usr/local")
+    machine.file(f"{env}/conda-meta/cuda-nvcc-12.4.131-0.json", "{}")
+    machine.file(f"{env}/conda-meta/cudatoolkit-11.8.0-h6a678d5_0.json", "{}")
+    machine.file(f"{env}/bin/nvcc").file(f"{env}/include/cuda_runtime.h")
+    facts = _facts(machine, f"{env}/bin/python", env)
+    assert [(p.name, p.version) for p in facts.conda_packages] == [
+        ("cuda-nvcc", "12.4.131"),
+        ("cudatoolkit", "11.8.0"),
+    ]
+    assert [(t.root, t.version, t.found_by) for t in facts.toolkits] == [
+        (env, "12.4.131", ("conda package cuda-nvcc",))
+    ]

@@ -7,6 +7,7 @@ import dataclasses
 import importlib.util
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -119,7 +120,7 @@ def test_older_copy_reached_through_path() -> None:
     child = host.children["dll_probe.py"]
     assert isinstance(child, ChildOutcome)
     record = dict(child.records[0])
-    record["modules"] = [f"{tool}\\MSVCP140.dll", *record["modules"][1:]]  # type: ignore[index]
+    record["modules"] = [f"{tool}\\MSVCP140.dll", *record["modules"][1:]]
     host.children["dll_probe.py"] = dataclasses.replace(child, records=(record,))
     findings = _findings(scenario)
     ed603 = findings["ED603"]
@@ -184,7 +185,7 @@ def test_knowledge_minimum_and_versions() -> None:
     assert knowledge.winerror_meaning(127) is not None
 
 
-def _child_module():  # type: ignore[no-untyped-def]
+def _child_module() -> ModuleType:
     spec = importlib.util.spec_from_file_location("dll_probe_under_test", CHILD)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
