@@ -1,14 +1,17 @@
-"""Every rule, by area. Codes: 0xx torch install, 1xx driver, 2xx build, 9xx envdoctor itself."""
+"""Every rule, by area. Codes: 0xx torch install, 1xx driver, 2xx build, 4xx CUDA toolkit and library
+paths, 6xx Windows runtime and DLL loading, 9xx envdoctor itself."""
 
 from __future__ import annotations
 
-from envdoctor.rules import build, driver, envdoctor_self, torch_install
+from envdoctor.rules import build, driver, envdoctor_self, toolkit, torch_install, windows
 from envdoctor.rules.base import Hit, Rule, RuleContext, RuleDoc
 
 RULES: tuple[Rule, ...] = (
     *torch_install.RULES,
     *driver.RULES,
     *build.RULES,
+    *toolkit.RULES,
+    *windows.RULES,
     *envdoctor_self.RULES,
 )
 
