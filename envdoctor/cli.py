@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import sys
 from enum import Enum
-from typing import TYPE_CHECKING, NoReturn, Optional
+from typing import NoReturn, Optional
 
 import typer
 
 from envdoctor import __version__
-
-if TYPE_CHECKING:
-    from envdoctor.model import Report
+from envdoctor.cli_check import BugReportFormat, ReportFormat, check_options, emit, settings_for
 
 EXIT_USAGE = 2
 
@@ -61,10 +59,10 @@ def _check_timeout(timeout: float) -> None:
         fail(f"--timeout {timeout:g}: expected seconds between 1 and 3600")
 
 
-def _live_report_inputs(python: str | None, timeout: float):  # type: ignore[no-untyped-def]
+def _live_report_inputs(python: str | None, timeout: float, probes=None):  # type: ignore[no-untyped-def]
     from envdoctor.engine import run_probes
     from envdoctor.host.live import LiveHost
-    from envdoctor.probes import CheckOptions, ProbeContext
+    from envdoctor.probes import PROBES, CheckOptions, ProbeContext
     from envdoctor.target import TargetError, resolve_target
 
     host = LiveHost()
@@ -73,7 +71,7 @@ def _live_report_inputs(python: str | None, timeout: float):  # type: ignore[no-
     except TargetError as exc:
         fail(str(exc))
     ctx = ProbeContext(host=host, target=target, options=CheckOptions(timeout=timeout))
-    return host.platform(), target.interpreter, run_probes(ctx)
+    return host.platform(), target.interpreter, run_probes(ctx, PROBES if probes is None else probes)
 
 
 def _write(text: str, output: str | None) -> None:
@@ -88,28 +86,16 @@ def _write(text: str, output: str | None) -> None:
         fail(f"--output {output}: cannot be written ({exc.strerror or exc})")
 
 
-def _emit(report: Report, fmt: OutputFormat, verbose: bool, output: str | None) -> None:
-    if fmt is OutputFormat.json:
-        from envdoctor.render.json_report import render_json
-
-        _write(render_json(report), output)
-        return
-    from envdoctor.render.console import make_console, render_console
-
-    if output is None:
-        render_console(report, make_console(), verbose)
-        return
-    import io
-
-    buffer = io.StringIO()
-    render_console(report, make_console(buffer, no_color=True), verbose)
-    _write(buffer.getvalue(), output)
-
-
 @app.command()
+@check_options
 def check(
-    fmt: OutputFormat = typer.Option(
-        OutputFormat.console, "--format", "-f", help="Output format.", case_sensitive=False
+    fmt: ReportFormat = typer.Option(
+        ReportFormat.console,
+        "--format",
+        "-f",
+        help="Output format: console, json, markdown, github (workflow commands, plus the step "
+        "summary), junit (a test report).",
+        case_sensitive=False,
     ),
     python: Optional[str] = typer.Option(
         None,
@@ -121,14 +107,15 @@ def check(
         None, "--from", help="Diagnose a snapshot written by `envdoctor snapshot` instead."
     ),
     timeout: float = typer.Option(60.0, "--timeout", help="Seconds the whole check may take."),
-    strict: bool = typer.Option(False, "--strict", help="Treat warnings as failures (exit 1)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the facts behind each area."),
     output: Optional[str] = typer.Option(None, "--output", "-o", help="Write the report to FILE."),
+    requested: Optional[dict] = None,  # the options check_options adds, keyed by option name
 ) -> None:
     """Examine this machine (or a snapshot) and report what stops PyTorch from working."""
-    from envdoctor.engine import diagnose
+    from envdoctor.engine import judge, selected_probes
 
     _check_timeout(timeout)
+    settings = settings_for(requested or {}, fail)
     if from_snapshot is not None:
         if python is not None:
             fail("--from and --python cannot be combined: a snapshot already names its interpreter")
@@ -138,11 +125,11 @@ def check(
             snap = load(from_snapshot)
         except SnapshotError as exc:
             fail(str(exc))
-        report = diagnose(snap.platform, snap.interpreter, snap.probes, strict=strict, source=from_snapshot)
+        report = judge(snap.platform, snap.interpreter, snap.probes, settings, source=from_snapshot)
     else:
-        platform, interpreter, probes = _live_report_inputs(python, timeout)
-        report = diagnose(platform, interpreter, probes, strict=strict)
-    _emit(report, fmt, verbose, output)
+        inputs = _live_report_inputs(python, timeout, selected_probes(settings))
+        report = judge(*inputs, settings)
+    emit(report, fmt, verbose, output, _write)
     raise typer.Exit(report.exit_code)
 
 
@@ -162,6 +149,40 @@ def snapshot(
     _write(text, output)
     if output is not None:
         typer.echo(f"envdoctor: snapshot written to {output}", err=True)
+
+
+@app.command("report")
+def bug_report(
+    fmt: BugReportFormat = typer.Option(
+        BugReportFormat.markdown,
+        "--format",
+        "-f",
+        help="markdown, or json for the snapshot.",
+        case_sensitive=False,
+    ),
+    python: Optional[str] = typer.Option(None, "--python", help="The interpreter to examine."),
+    from_snapshot: Optional[str] = typer.Option(None, "--from", help="Report on a snapshot instead."),
+    timeout: float = typer.Option(60.0, "--timeout", help="Seconds the probes may take."),
+    output: Optional[str] = typer.Option(None, "--output", "-o", help="Write the report to FILE."),
+) -> None:
+    """Print a Markdown block to paste into a bug report: every probe's facts and the findings, with
+    credentials, user names in paths and GPU UUIDs masked."""
+    import os
+
+    from envdoctor.bug_report import render_report
+    from envdoctor.snapshot import Snapshot, SnapshotError, load
+
+    _check_timeout(timeout)
+    if from_snapshot is not None:
+        if python is not None:
+            fail("--from and --python cannot be combined: a snapshot already names its interpreter")
+        try:
+            snap = load(from_snapshot)
+        except SnapshotError as exc:
+            fail(str(exc))
+    else:
+        snap = Snapshot(*_live_report_inputs(python, timeout))
+    _write(render_report(snap, fmt.value, os.environ, source=from_snapshot or "live"), output)
 
 
 @app.command("rules")

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from envdoctor.expectations import Expectations
 
 
 class Severity(str, enum.Enum):
@@ -16,10 +20,27 @@ class Severity(str, enum.Enum):
     def rank(self) -> int:
         return _SEVERITY_RANK[self]
 
+    # All four, not just __lt__: max() asks ">" and would otherwise get str's alphabetical order,
+    # in which "warning" > "info" > "error".
     def __lt__(self, other: object) -> bool:
         if not isinstance(other, Severity):
             return NotImplemented
         return self.rank < other.rank
+
+    def __gt__(self, other: object) -> bool:
+        if not isinstance(other, Severity):
+            return NotImplemented
+        return self.rank > other.rank
+
+    def __le__(self, other: object) -> bool:
+        if not isinstance(other, Severity):
+            return NotImplemented
+        return self.rank <= other.rank
+
+    def __ge__(self, other: object) -> bool:
+        if not isinstance(other, Severity):
+            return NotImplemented
+        return self.rank >= other.rank
 
 
 _SEVERITY_RANK = {Severity.OK: 0, Severity.INFO: 1, Severity.WARNING: 2, Severity.ERROR: 3}
@@ -97,6 +118,9 @@ class Report:
     strict: bool = False
     source: str = "live"  # "live" or the snapshot file the facts came from
     areas: tuple[AreaVerdict, ...] = field(default=())
+    expectations: Expectations | None = None  # what the project said it needs, if anything
+    ignored: tuple[str, ...] = ()  # rule codes silenced by --ignore
+    checked: tuple[str, ...] = ()  # rule codes that ran (their needed facts were there)
 
     @property
     def worst(self) -> Severity:
