@@ -25,7 +25,8 @@ def check(
     try:
         target = resolve_target(host, python or host.own_python)
     except TargetError as exc:
-        raise ValueError(f"envdoctor.require(python={python!r}): {exc}") from None
+        reason = str(exc).removeprefix(f"--python {python}: ")  # the CLI's spelling of the key
+        raise ValueError(f"envdoctor.require(python={python!r}): {reason}") from None
     if python is None:
         interpreter = Interpreter(target.interpreter.path, "the interpreter running this program")
         target = dataclasses.replace(target, interpreter=interpreter)

@@ -186,7 +186,8 @@ def settings_for(requested: Mapping[str, Any], fail: Callable[[str], Any]) -> Se
         return fail(str(exc))  # type: ignore[no-any-return]
 
 
-def render(report: Report, fmt: ReportFormat, verbose: bool = False, color: bool = False) -> str:
+def render(report: Report, fmt: ReportFormat, verbose: bool = False) -> str:
+    """The report as text in any format; the console format without colour codes."""
     if fmt is ReportFormat.json:
         from envdoctor.render.json_report import render_json
 
@@ -208,7 +209,7 @@ def render(report: Report, fmt: ReportFormat, verbose: bool = False, color: bool
     from envdoctor.render.console import make_console, render_console
 
     buffer = io.StringIO()
-    render_console(report, make_console(buffer, no_color=not color), verbose)
+    render_console(report, make_console(buffer, no_color=True, plain=True), verbose)
     return buffer.getvalue()
 
 
@@ -221,11 +222,11 @@ def emit(
     env: Mapping[str, str] = os.environ,
 ) -> None:
     """Render `report` to stdout or `output`; the github format also fills $GITHUB_STEP_SUMMARY."""
-    if fmt is ReportFormat.console and output is None:
+    if fmt is ReportFormat.console and output is None and not is_ci(env):
         from envdoctor.render.console import make_console, render_console
 
-        render_console(report, make_console(no_color=is_ci(env)), verbose)
-    else:
+        render_console(report, make_console(), verbose)
+    else:  # files, other formats, and CI logs: plain text, no colour codes, nothing animated
         write(render(report, fmt, verbose), output)
     summary = env.get("GITHUB_STEP_SUMMARY")
     if fmt is ReportFormat.github and summary:

@@ -42,10 +42,14 @@ class ExpectationError(SettingsError):
         super().__init__(self.describe(key))
 
     def describe(self, where: str) -> str:
-        """One line. `where` is how the user wrote the key (--min-gpus, min-gpus in FILE); a "{}" in
-        it is where the value goes (require(min_gpus={}))."""
-        shown = _show(self.value)
-        head = where.replace("{}", shown) if "{}" in where else f"{where} {shown}"
+        """One line. `where` is how the user wrote the key (--min-gpus); a "{}" in it is where the
+        value goes (FILE min-gpus = {}), a "{!r}" the same in Python's spelling (require(min_gpus={!r}))."""
+        if "{!r}" in where:  # Python's spelling, for the API
+            head = where.replace("{!r}", repr(self.value))
+        elif "{}" in where:
+            head = where.replace("{}", _show(self.value))
+        else:
+            head = f"{where} {_show(self.value)}"
         return f"{head}: {self.reason}; expected e.g. {self.example}"
 
 
@@ -404,4 +408,4 @@ def from_keywords(keywords: Mapping[str, object]) -> Settings:
             continue
         values[API_KEYS[word]] = value
     reverse = {name: word for word, name in API_KEYS.items()}
-    return build(values, lambda name: f"envdoctor.require({reverse[name]}={{}})")
+    return build(values, lambda name: f"envdoctor.require({reverse[name]}={{!r}})")

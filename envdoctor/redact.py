@@ -95,11 +95,13 @@ _NOT_PERSONAL = {USER, "Public", "Default", "All Users", "Shared"}
 
 
 def redact_private_text(text: str, homes: Sequence[str] = ()) -> str:
-    """`redact_text`, plus GPU UUIDs and the user name in home folders masked.
+    """`redact_text`, plus URL user names, GPU UUIDs and the user name in home folders masked.
 
     `homes` are home folders in other places (HOME=/data/alice): their last part is masked too.
     """
     text = redact_text(text)
+    # The user part of URL credentials names a person too: user:****@ becomes ****@.
+    text = _URL_USERINFO.sub(lambda m: f"{m.group('scheme')}{MASK}@", text)
     text = _GPU_UUID.sub(GPU_UUID_MASK, text)
     for home in homes:
         home = home.rstrip("/\\")
@@ -113,7 +115,7 @@ def redact_private_text(text: str, homes: Sequence[str] = ()) -> str:
 
 
 def redact_private(value: T, homes: Sequence[str] = ()) -> T:
-    """A copy of `value` fit to share: secrets, GPU UUIDs and home-folder user names masked.
+    """A copy of `value` fit to share: secrets, URL and home-folder user names, GPU UUIDs masked.
 
     Opt-in (bug reports), because user names in paths are often what a local reader needs to see.
     """

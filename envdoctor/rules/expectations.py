@@ -78,9 +78,10 @@ def gpu_view(ctx: RuleContext) -> GpuView:
     if not torch.cuda and not torch.hip:
         return GpuView((), f"torch {torch.version} is a CPU-only build", nvml_says)
     if not torch.cuda_available:
-        return GpuView(
-            (), f"torch {torch.version} cannot use a GPU (torch.cuda.is_available() is False)", nvml_says
-        )
+        no_gpu = nvml is not None and not nvml.working and not nvml.pci_nvidia_devices
+        where = "there is no NVIDIA GPU or driver, so " if no_gpu else ""
+        why = f"{where}torch {torch.version} cannot use a GPU (torch.cuda.is_available() is False)"
+        return GpuView((), why, nvml_says)
     devices = torch.devices or tuple(TorchDevice(index=i) for i in range(torch.device_count or 0))
     if not devices:
         return GpuView((), "torch.cuda.device_count() is 0", nvml_says)
