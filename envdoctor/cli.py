@@ -59,7 +59,17 @@ def _check_timeout(timeout: float) -> None:
         fail(f"--timeout {timeout:g}: expected seconds between 1 and 3600")
 
 
-def _live_report_inputs(python: str | None, timeout: float, probes=None):  # type: ignore[no-untyped-def]
+def _warm_renderer(fmt: Enum) -> None:
+    """Import the renderer while the probes run, so it costs nothing after they finish."""
+    import importlib
+
+    module = {"console": "console", "json": "json_report"}.get(fmt.value, fmt.value)
+    importlib.import_module(f"envdoctor.render.{module}")
+
+
+def _live_report_inputs(  # type: ignore[no-untyped-def]
+    python: str | None, timeout: float, fmt: Enum = OutputFormat.json, probes=None
+):
     from envdoctor.engine import run_probes
     from envdoctor.host.live import LiveHost
     from envdoctor.probes import PROBES, CheckOptions, ProbeContext
@@ -71,7 +81,9 @@ def _live_report_inputs(python: str | None, timeout: float, probes=None):  # typ
     except TargetError as exc:
         fail(str(exc))
     ctx = ProbeContext(host=host, target=target, options=CheckOptions(timeout=timeout))
-    return host.platform(), target.interpreter, run_probes(ctx, PROBES if probes is None else probes)
+    chosen = PROBES if probes is None else probes
+    results = run_probes(ctx, chosen, while_waiting=lambda: _warm_renderer(fmt))
+    return host.platform(), target.interpreter, results
 
 
 def _write(text: str, output: str | None) -> None:
@@ -127,7 +139,7 @@ def check(
             fail(str(exc))
         report = judge(snap.platform, snap.interpreter, snap.probes, settings, source=from_snapshot)
     else:
-        inputs = _live_report_inputs(python, timeout, selected_probes(settings))
+        inputs = _live_report_inputs(python, timeout, fmt, selected_probes(settings))
         report = judge(*inputs, settings)
     emit(report, fmt, verbose, output, _write)
     raise typer.Exit(report.exit_code)
@@ -181,7 +193,7 @@ def bug_report(
         except SnapshotError as exc:
             fail(str(exc))
     else:
-        snap = Snapshot(*_live_report_inputs(python, timeout))
+        snap = Snapshot(*_live_report_inputs(python, timeout, fmt))
     _write(render_report(snap, fmt.value, os.environ, source=from_snapshot or "live"), output)
 
 
@@ -231,6 +243,77 @@ def explain(code: str = typer.Argument(..., help="A rule code such as ED101, or 
                 typer.echo(f"{heading}:\n  {text}\n")
             return
     fail(f"unknown rule {code!r}; expected a code like ED101 (see `envdoctor rules`)")
+
+
+class Manager(str, Enum):
+    pip = "pip"
+    uv = "uv"
+    conda = "conda"
+
+
+@app.command()
+def install(
+    torch: Optional[str] = typer.Option(
+        None, "--torch", help="A release (2.5.1) or series (2.5); default: the newest that fits."
+    ),
+    cuda: Optional[str] = typer.Option(
+        None, "--cuda", help="auto, cpu, a CUDA version (12.4), a variant (cu126) or rocmX.Y; default: auto."
+    ),
+    os_name: Optional[str] = typer.Option(
+        None, "--os", help="linux, windows or macos; default: this machine's."
+    ),
+    arch: Optional[str] = typer.Option(
+        None, "--arch", help="x86_64 or aarch64/arm64; default: this machine's."
+    ),
+    python: Optional[str] = typer.Option(
+        None,
+        "--python",
+        help="A Python version (3.11) or the interpreter to install into; default: as `check`.",
+    ),
+    driver: Optional[str] = typer.Option(
+        None, "--driver", help="An NVIDIA driver version (535.104.05), to plan for another machine."
+    ),
+    gpu: list[str] = typer.Option(
+        [], "--gpu", help="A GPU name (RTX 3090) or compute capability (sm_86, 8.6); repeat for several."
+    ),
+    manager: Optional[Manager] = typer.Option(
+        None, "--manager", "-m", help="pip (default), uv or conda.", case_sensitive=False
+    ),
+    mirror: Optional[str] = typer.Option(
+        None,
+        "--mirror",
+        help="tuna, aliyun, sjtu, nju, ... or an index URL; default: pip's configured index.",
+    ),
+    fmt: OutputFormat = typer.Option(
+        OutputFormat.console, "--format", "-f", help="Output format.", case_sensitive=False
+    ),
+) -> None:
+    """Print the pinned pip/uv/conda command that installs a working torch here (or on a described machine).
+
+    Exit codes: 0 a command was found, 1 no build fits (the output says what to change), 2 bad options.
+    """
+    from envdoctor.host.live import LiveHost
+    from envdoctor.install_session import Given, RequestError, run
+    from envdoctor.render.install_report import render_json, render_text
+
+    given = Given(
+        torch=torch,
+        cuda=cuda,
+        os=os_name,
+        arch=arch,
+        python=python,
+        driver=driver,
+        gpus=tuple(gpu),
+        manager=manager.value if manager else None,
+        mirror=mirror,
+    )
+    try:
+        session = run(given, LiveHost())
+    except RequestError as exc:
+        fail(str(exc))
+    render = render_json if fmt is OutputFormat.json else render_text
+    _write(render(session.plan, session.inputs), None)
+    raise typer.Exit(0 if session.plan.possible else 1)
 
 
 def main() -> None:

@@ -16,9 +16,8 @@ T = TypeVar("T")
 MASK = "****"
 
 # scheme://user:password@host -> scheme://user:****@host ; scheme://token@host -> scheme://****@host
-_URL_USERINFO = re.compile(
-    r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@\s:'\"]+(?::[^/@\s'\"]*)?)@"
-)
+# Greedy up to the last "@" before the path, as pip splits: a password may contain "@".
+_URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/\s'\"<>]+)@")
 # conda's token form: https://conda.anaconda.org/t/<token>/channel
 _CONDA_TOKEN = re.compile(r"(/t/)([^/\s'\"]+)(/)")
 _SECRET_QUERY = re.compile(

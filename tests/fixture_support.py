@@ -33,6 +33,12 @@ def fixture_settings(name: str) -> Settings:
     return resolve({}, cwd=str(FIXTURES), config=str(config))
 
 
+def fixture_check_args(name: str) -> list[str]:
+    """`check` options that diagnose fixture `name` as fixture_report does: --from, and --config."""
+    config = FIXTURES / f"{name}.envdoctor.toml"
+    return ["--from", str(FIXTURES / f"{name}.json"), *(["--config", str(config)] if config.exists() else [])]
+
+
 def fixture_report(name: str) -> Report:
     snap = load(str(FIXTURES / f"{name}.json"))
     return judge(

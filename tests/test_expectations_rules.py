@@ -88,11 +88,11 @@ def test_every_unmet_expectation_is_an_error_with_found_and_fix() -> None:
     assert "32.00 GiB" in by_code["ED706"].title
     assert "smoke results not available" in by_code["ED707"].title
     # The install fix meets both version expectations on this driver (525: CUDA 12.x through
-    # minor-version compatibility), pinned, from the CUDA index.
+    # minor-version compatibility), pinned; the planner picks the index (cu124 is PyPI's 2.5.1).
     (command,) = by_code["ED704"].fixes[0].commands
-    assert "torch==2.5.1 " in command and command.endswith(
-        "--index-url https://download.pytorch.org/whl/cu124"
-    )
+    assert command.startswith("/home/user/project/.venv/bin/python -m pip install torch==2.5.1 ")
+    why = "driver 525.105.17 runs cu124 through minor-version compatibility (>= 525.60.13)"
+    assert by_code["ED704"].fixes[0].summary.endswith(f"{why} -> torch 2.5.1 (cu124)")
     assert by_code["ED703"].fixes == by_code["ED704"].fixes
     assert report.exit_code == 1
 

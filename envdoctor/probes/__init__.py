@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from envdoctor.probes import nvml, python_env, system, torch_build
 from envdoctor.probes.base import CheckOptions, NotApplicable, ProbeContext, ProbeSpec
 
-PROBES: tuple[ProbeSpec, ...] = (
+PROBES: tuple[ProbeSpec[Any], ...] = (
     system.PROBE,
     python_env.PROBE,
     nvml.PROBE,
     torch_build.PROBE,
 )
 
-PROBES_BY_NAME: dict[str, ProbeSpec] = {p.name: p for p in PROBES}
+PROBES_BY_NAME: dict[str, ProbeSpec[Any]] = {p.name: p for p in PROBES}
 
 __all__ = ["PROBES", "PROBES_BY_NAME", "CheckOptions", "NotApplicable", "ProbeContext", "ProbeSpec"]

@@ -13,6 +13,8 @@ from packaging.specifiers import SpecifierSet
 
 from envdoctor import install, knowledge
 from envdoctor.expectations import MEMORY_TOLERANCE, Expectations
+from envdoctor.knowledge.archs import arch_list, coverage
+from envdoctor.knowledge.drivers import driver_support
 from envdoctor.model import AreaVerdict, Finding, Fix, ProbeStatus, Severity
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.nvml import describe as describe_nvml
@@ -223,45 +225,54 @@ def _spec(text: str | None) -> SpecifierSet | None:
     return SpecifierSet(text) if text else None
 
 
-def _plan_for(
-    ctx: RuleContext, release: knowledge.Release, cuda: str | None
-) -> tuple[install.InstallPlan, str]:
-    """The planner's commands for `release` (with `cuda`, if given) here, and why that build."""
-    nvml = ctx.get(NvmlFacts)
-    target = install_target(ctx, want_cuda=True if cuda else None, torch=release.torch)
-    if cuda and (nvml is None or not nvml.working):
-        # A build job may need the CUDA wheel on a machine without a GPU: plan it as for a machine
-        # whose driver runs that CUDA natively, and say which driver that is.
-        minimum = knowledge.driver_minimum(cuda, ctx.platform.os)
-        if minimum is not None and minimum.toolkit is not None:
-            plan = install.plan(dataclasses.replace(target, driver_version=str(minimum.toolkit)))
-            why = (
-                f"torch {plan.torch} ({plan.variant}); no NVIDIA driver works here, and where it runs "
-                f"it needs a driver >= {minimum.toolkit}"
-            )
-            return plan, why
+def _cuda_build(
+    ctx: RuleContext, release: knowledge.Release, cuda: str
+) -> tuple[install.InstallPlan, str] | None:
+    """`release` built for `cuda`, if this driver runs it and it serves every GPU: the plan and why."""
+    variant = knowledge.cuda_variant(cuda)
+    target = dataclasses.replace(install_target(ctx, want_cuda=True, torch=release.torch), variant=variant)
     plan = install.plan(target)
-    return plan, plan.reason
+    if not plan.possible:
+        return None
+    support = driver_support(variant, target.driver_version, target.os, target.driver_cuda)
+    if target.driver_version is None:
+        # A build job may need the CUDA wheel on a machine without a GPU: say what runs it.
+        need = f"; where it runs it needs an NVIDIA driver >= {support.native}" if support.native else ""
+        return plan, f"torch {plan.torch} ({variant}){need}"
+    if not support.runs:
+        return None
+    arch = arch_list(release, variant, target.platform)
+    if arch is not None and any(coverage(arch, gpu).kind == "none" for gpu in target.gpu_capabilities):
+        return None
+    how = (
+        "natively"
+        if support.kind == "native"
+        else f"through minor-version compatibility (>= {support.floor})"
+    )
+    return plan, f"driver {target.driver_version} runs {variant} {how} -> torch {plan.torch} ({variant})"
 
 
 def matching_install(ctx: RuleContext, expect: Expectations) -> Fix | None:
     """The newest known torch that meets require-torch and require-cuda here, as a pinned command."""
     torch_spec, cuda_spec = _spec(expect.torch), _spec(expect.cuda)
+    wanted = " and ".join(
+        f"{key} {value}" for key, value in expect.items() if key in ("require-torch", "require-cuda")
+    )
     for release in reversed(knowledge.releases()):
         if torch_spec is not None and not torch_spec.contains(release.torch, prereleases=True):
             continue
-        cudas: list[str | None] = [None]
-        if cuda_spec is not None:
+        found: tuple[install.InstallPlan, str] | None = None
+        if cuda_spec is None:
+            plan = install.plan(install_target(ctx, torch=release.torch))
+            found = (plan, plan.reason) if plan.possible else None
+        else:
             newest_first = sorted(release.cuda, key=knowledge.parse_version, reverse=True)
-            cudas = [c for c in newest_first if cuda_spec.contains(c, prereleases=True)]
-        for cuda in cudas:
-            plan, why = _plan_for(ctx, release, cuda)
-            got = knowledge.variant_cuda(plan.variant or "")
-            if not plan.possible or (cuda_spec is not None and (got is None or not cuda_spec.contains(got))):
-                continue
-            wanted = " and ".join(
-                f"{key} {value}" for key, value in expect.items() if key in ("require-torch", "require-cuda")
-            )
+            for cuda in (c for c in newest_first if cuda_spec.contains(c, prereleases=True)):
+                found = _cuda_build(ctx, release, cuda)
+                if found is not None:
+                    break
+        if found is not None:
+            plan, why = found
             return Fix(
                 summary=f"Install a torch that meets {wanted}: {why}",
                 commands=tuple(c.command for c in plan.commands),

@@ -1,0 +1,101 @@
+"""Known package indexes: PyPI mirrors, Anaconda mirrors and PyTorch wheel indexes (mirrors.json)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from urllib.parse import urlsplit
+
+from envdoctor.knowledge import load_table
+
+OFFICIAL_WHEEL_BASE = "https://download.pytorch.org/whl"
+
+
+@dataclass(frozen=True)
+class KnownIndex:
+    name: str  # "tuna", "sjtu-pytorch", "official-pytorch", ...
+    title: str
+    kind: str  # "pypi" | "conda" | "pytorch-wheels"
+    url: str  # base URL as the operator documents it
+    status: str  # "ok" | "stale" | "dropped" | "unverified"
+    note: str  # why the status, with source
+
+
+@cache
+def known_indexes() -> tuple[KnownIndex, ...]:
+    return tuple(KnownIndex(**row) for row in load_table("mirrors.json")["indexes"])
+
+
+def _key(url: str) -> str:
+    """Host + path, lower-cased, without scheme, credentials, port or trailing slashes."""
+    text = url.strip()
+    if "://" not in text:
+        text = "https://" + text
+    try:
+        parts = urlsplit(text)
+        host = (parts.hostname or "").lower()
+    except ValueError:
+        return ""
+    path = parts.path.rstrip("/").lower()
+    return f"{host}{path}"
+
+
+def recognise(url: str) -> KnownIndex | None:
+    """The known index `url` belongs to (the longest matching base wins), or None."""
+    key = _key(url)
+    if not key:
+        return None
+    best: KnownIndex | None = None
+    best_length = -1
+    for index in known_indexes():
+        base = _key(index.url)
+        if (key == base or key.startswith(base + "/")) and len(base) > best_length:
+            best, best_length = index, len(base)
+    return best
+
+
+def pytorch_wheel_mirror(name: str) -> KnownIndex | None:
+    """The PyTorch-wheel index run by mirror operator `name` ("sjtu", "nju", ...), if it runs one."""
+    table = load_table("mirrors.json")["pytorch_wheel_mirrors"]
+    wanted = table.get(name.lower())
+    if not isinstance(wanted, str):
+        return None
+    for index in known_indexes():
+        if index.name == wanted:
+            return index
+    return None
+
+
+def pytorch_wheel_mirror_names() -> tuple[str, ...]:
+    """Every operator name --mirror understands (with or without a PyTorch-wheel index)."""
+    table = load_table("mirrors.json")["pytorch_wheel_mirrors"]
+    return tuple(k for k in table if not k.startswith("_"))
+
+
+def pytorch_wheel_url(index: KnownIndex, variant: str) -> str:
+    return f"{index.url.rstrip('/')}/{variant}"
+
+
+def official_wheel_url(variant: str) -> str:
+    return f"{OFFICIAL_WHEEL_BASE}/{variant}"
+
+
+def is_official_pytorch_index(url: str) -> bool:
+    found = recognise(url)
+    return found is not None and found.name == "official-pytorch"
+
+
+def pypi_default_url() -> str | None:
+    """PyPI's simple index URL, read from pip's installed metadata (never written out here)."""
+    try:
+        from pip._internal.models.index import PyPI
+
+        return str(PyPI.simple_url)
+    except Exception:  # pip missing or its internals moved: the caller says "PyPI's default index"
+        return None
+
+
+def conda_channel_last_torch(channel: str) -> str | None:
+    """The last torch release published to an Anaconda channel that stopped ("pytorch": 2.5.1)."""
+    row = load_table("mirrors.json")["conda_channels"].get(channel)
+    return str(row["last_torch"]) if isinstance(row, dict) else None
