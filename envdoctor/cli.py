@@ -7,15 +7,18 @@ run as asked (bad option, unreadable input, an interpreter that does not run).
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from enum import Enum
-from typing import TYPE_CHECKING, NoReturn, Optional
+from typing import TYPE_CHECKING, Any, NoReturn, Optional
 
 import typer
 
 from envdoctor import __version__
+from envdoctor.cli_check import BugReportFormat, ReportFormat, check_options, emit, settings_for
 
 if TYPE_CHECKING:
-    from envdoctor.model import Report
+    from envdoctor.model import Interpreter, PlatformInfo, ProbeResult
+    from envdoctor.probes.base import ProbeSpec
 
 EXIT_USAGE = 2
 
@@ -61,18 +64,23 @@ def _check_timeout(timeout: float) -> None:
         fail(f"--timeout {timeout:g}: expected seconds between 1 and 3600")
 
 
-def _warm_renderer(fmt: OutputFormat) -> None:
+def _warm_renderer(fmt: Enum) -> None:
     """Import the renderer while the probes run, so it costs nothing after they finish."""
-    if fmt is OutputFormat.console:
-        import envdoctor.render.console
-    else:
-        import envdoctor.render.json_report  # noqa: F401
+    import importlib
+
+    module = {"console": "console", "json": "json_report"}.get(fmt.value, fmt.value)
+    importlib.import_module(f"envdoctor.render.{module}")
 
 
-def _live_report_inputs(python: str | None, timeout: float, fmt: OutputFormat = OutputFormat.json):  # type: ignore[no-untyped-def]
+def _live_report_inputs(
+    python: str | None,
+    timeout: float,
+    fmt: Enum = OutputFormat.json,
+    probes: Sequence[ProbeSpec[Any]] | None = None,
+) -> tuple[PlatformInfo, Interpreter, tuple[ProbeResult, ...]]:
     from envdoctor.engine import run_probes
     from envdoctor.host.live import LiveHost
-    from envdoctor.probes import CheckOptions, ProbeContext
+    from envdoctor.probes import PROBES, CheckOptions, ProbeContext
     from envdoctor.target import TargetError, resolve_target
 
     host = LiveHost()
@@ -81,8 +89,9 @@ def _live_report_inputs(python: str | None, timeout: float, fmt: OutputFormat = 
     except TargetError as exc:
         fail(str(exc))
     ctx = ProbeContext(host=host, target=target, options=CheckOptions(timeout=timeout))
-    probes = run_probes(ctx, while_waiting=lambda: _warm_renderer(fmt))
-    return host.platform(), target.interpreter, probes
+    chosen = PROBES if probes is None else probes
+    results = run_probes(ctx, chosen, while_waiting=lambda: _warm_renderer(fmt))
+    return host.platform(), target.interpreter, results
 
 
 def _write(text: str, output: str | None) -> None:
@@ -97,28 +106,16 @@ def _write(text: str, output: str | None) -> None:
         fail(f"--output {output}: cannot be written ({exc.strerror or exc})")
 
 
-def _emit(report: Report, fmt: OutputFormat, verbose: bool, output: str | None) -> None:
-    if fmt is OutputFormat.json:
-        from envdoctor.render.json_report import render_json
-
-        _write(render_json(report), output)
-        return
-    from envdoctor.render.console import make_console, render_console
-
-    if output is None:
-        render_console(report, make_console(), verbose)
-        return
-    import io
-
-    buffer = io.StringIO()
-    render_console(report, make_console(buffer, no_color=True), verbose)
-    _write(buffer.getvalue(), output)
-
-
 @app.command()
+@check_options
 def check(
-    fmt: OutputFormat = typer.Option(
-        OutputFormat.console, "--format", "-f", help="Output format.", case_sensitive=False
+    fmt: ReportFormat = typer.Option(
+        ReportFormat.console,
+        "--format",
+        "-f",
+        help="Output format: console, json, markdown, github (workflow commands, plus the step "
+        "summary), junit (a test report).",
+        case_sensitive=False,
     ),
     python: Optional[str] = typer.Option(
         None,
@@ -130,14 +127,15 @@ def check(
         None, "--from", help="Diagnose a snapshot written by `envdoctor snapshot` instead."
     ),
     timeout: float = typer.Option(60.0, "--timeout", help="Seconds the whole check may take."),
-    strict: bool = typer.Option(False, "--strict", help="Treat warnings as failures (exit 1)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the facts behind each area."),
     output: Optional[str] = typer.Option(None, "--output", "-o", help="Write the report to FILE."),
+    requested: Optional[dict[str, Any]] = None,  # the options check_options adds, keyed by option name
 ) -> None:
     """Examine this machine (or a snapshot) and report what stops PyTorch from working."""
-    from envdoctor.engine import diagnose
+    from envdoctor.engine import judge, selected_probes
 
     _check_timeout(timeout)
+    settings = settings_for(requested or {}, fail)
     if from_snapshot is not None:
         if python is not None:
             fail("--from and --python cannot be combined: a snapshot already names its interpreter")
@@ -147,11 +145,11 @@ def check(
             snap = load(from_snapshot)
         except SnapshotError as exc:
             fail(str(exc))
-        report = diagnose(snap.platform, snap.interpreter, snap.probes, strict=strict, source=from_snapshot)
+        report = judge(snap.platform, snap.interpreter, snap.probes, settings, source=from_snapshot)
     else:
-        platform, interpreter, probes = _live_report_inputs(python, timeout, fmt)
-        report = diagnose(platform, interpreter, probes, strict=strict)
-    _emit(report, fmt, verbose, output)
+        inputs = _live_report_inputs(python, timeout, fmt, selected_probes(settings))
+        report = judge(*inputs, settings)
+    emit(report, fmt, verbose, output, _write)
     raise typer.Exit(report.exit_code)
 
 
@@ -171,6 +169,40 @@ def snapshot(
     _write(text, output)
     if output is not None:
         typer.echo(f"envdoctor: snapshot written to {output}", err=True)
+
+
+@app.command("report")
+def bug_report(
+    fmt: BugReportFormat = typer.Option(
+        BugReportFormat.markdown,
+        "--format",
+        "-f",
+        help="markdown, or json for the snapshot.",
+        case_sensitive=False,
+    ),
+    python: Optional[str] = typer.Option(None, "--python", help="The interpreter to examine."),
+    from_snapshot: Optional[str] = typer.Option(None, "--from", help="Report on a snapshot instead."),
+    timeout: float = typer.Option(60.0, "--timeout", help="Seconds the probes may take."),
+    output: Optional[str] = typer.Option(None, "--output", "-o", help="Write the report to FILE."),
+) -> None:
+    """Print a Markdown block to paste into a bug report: every probe's facts and the findings, with
+    credentials, user names in paths and GPU UUIDs masked."""
+    import os
+
+    from envdoctor.bug_report import render_report
+    from envdoctor.snapshot import Snapshot, SnapshotError, load
+
+    _check_timeout(timeout)
+    if from_snapshot is not None:
+        if python is not None:
+            fail("--from and --python cannot be combined: a snapshot already names its interpreter")
+        try:
+            snap = load(from_snapshot)
+        except SnapshotError as exc:
+            fail(str(exc))
+    else:
+        snap = Snapshot(*_live_report_inputs(python, timeout, fmt))
+    _write(render_report(snap, fmt.value, os.environ, source=from_snapshot or "live"), output)
 
 
 @app.command("rules")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envdoctor import __version__
+from envdoctor.expectations import Expectations, Settings
 from envdoctor.model import (
     AreaVerdict,
     Finding,
@@ -26,6 +27,7 @@ from envdoctor.model import (
 )
 from envdoctor.probes import PROBES, NotApplicable, ProbeContext, ProbeSpec
 from envdoctor.rules import RULES, Rule, RuleContext
+from envdoctor.rules import expectations as expectation_rules
 
 
 @dataclass
@@ -92,7 +94,7 @@ def run_probes(
 def evaluate(ctx: RuleContext, rules: Sequence[Rule] = RULES) -> tuple[Finding, ...]:
     findings: list[Finding] = []
     for rule in rules:
-        if any(ctx.get(kind) is None for kind in rule.needs):
+        if not ctx.can_run(rule):
             continue
         try:
             hits = list(rule.check(ctx))
@@ -157,9 +159,17 @@ def diagnose(
     strict: bool = False,
     source: str = "live",
     rules: Sequence[Rule] = RULES,
+    expectations: Expectations | None = None,
+    ignore: Sequence[str] = (),
 ) -> Report:
-    ctx = RuleContext.build(platform, interpreter, probes)
-    findings = evaluate(ctx, rules)
+    stated = expectations if expectations is not None and expectations.stated else None
+    ctx = RuleContext.build(platform, interpreter, probes, inputs=(stated,) if stated else ())
+    active = [rule for rule in rules if rule.code not in ignore]
+    findings = evaluate(ctx, active)
+    ignored = tuple(code for code in ignore if any(r.code == code for r in rules))
+    areas = area_verdicts(probes, findings)
+    if stated is not None:
+        areas += (expectation_rules.area_verdict(stated, findings, ignored),)
     return Report(
         envdoctor_version=__version__,
         interpreter=interpreter,
@@ -168,5 +178,39 @@ def diagnose(
         findings=findings,
         strict=strict,
         source=source,
-        areas=area_verdicts(probes, findings),
+        areas=areas,
+        expectations=stated,
+        ignored=ignored,
+        checked=tuple(rule.code for rule in active if ctx.can_run(rule)),
+    )
+
+
+def selected_probes(
+    settings: Settings, specs: Sequence[ProbeSpec[Any]] = PROBES
+) -> tuple[ProbeSpec[Any], ...]:
+    """The probes --only/--skip keep, in registry order."""
+    names = settings.probe_names(tuple(p.name for p in specs))
+    return tuple(p for p in specs if p.name in names)
+
+
+def judge(
+    platform: PlatformInfo,
+    interpreter: Interpreter,
+    probes: tuple[ProbeResult, ...],
+    settings: Settings,
+    source: str = "live",
+) -> Report:
+    """diagnose() as `check` and envdoctor.require run it: settings decide probes, rules and strictness.
+
+    A snapshot holds every probe's result; --only/--skip drop the others here too.
+    """
+    names = settings.probe_names(tuple(p.probe for p in probes))
+    return diagnose(
+        platform,
+        interpreter,
+        tuple(p for p in probes if p.probe in names),
+        strict=settings.strict,
+        source=source,
+        expectations=settings.expectations,
+        ignore=settings.ignore,
     )

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from envdoctor.expectations import Expectations
 
 
 class Severity(str, enum.Enum):
@@ -105,6 +109,9 @@ class Report:
     strict: bool = False
     source: str = "live"  # "live" or the snapshot file the facts came from
     areas: tuple[AreaVerdict, ...] = field(default=())
+    expectations: Expectations | None = None  # what the project said it needs, if anything
+    ignored: tuple[str, ...] = ()  # rule codes silenced by --ignore
+    checked: tuple[str, ...] = ()  # rule codes that ran (their needed facts were there)
 
     @property
     def worst(self) -> Severity:

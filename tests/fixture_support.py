@@ -6,7 +6,8 @@ import io
 import json
 from pathlib import Path
 
-from envdoctor.engine import diagnose
+from envdoctor.engine import judge
+from envdoctor.expectations import Settings, resolve
 from envdoctor.model import Report
 from envdoctor.render.console import make_console, render_console
 from envdoctor.render.json_report import report_to_data
@@ -24,9 +25,25 @@ def fixture_names() -> list[str]:
     return sorted(p.stem for p in FIXTURES.glob("*.json"))
 
 
+def fixture_settings(name: str) -> Settings:
+    """A fixture's project config, fixtures/NAME.envdoctor.toml, as `check --config` reads it."""
+    config = FIXTURES / f"{name}.envdoctor.toml"
+    if not config.exists():
+        return Settings()
+    return resolve({}, cwd=str(FIXTURES), config=str(config))
+
+
+def fixture_check_args(name: str) -> list[str]:
+    """`check` options that diagnose fixture `name` as fixture_report does: --from, and --config."""
+    config = FIXTURES / f"{name}.envdoctor.toml"
+    return ["--from", str(FIXTURES / f"{name}.json"), *(["--config", str(config)] if config.exists() else [])]
+
+
 def fixture_report(name: str) -> Report:
     snap = load(str(FIXTURES / f"{name}.json"))
-    return diagnose(snap.platform, snap.interpreter, snap.probes, source=f"fixtures/{name}.json")
+    return judge(
+        snap.platform, snap.interpreter, snap.probes, fixture_settings(name), source=f"fixtures/{name}.json"
+    )
 
 
 def findings_summary(report: Report) -> list[str]:

@@ -12,7 +12,7 @@ import pytest
 
 from envdoctor import __version__
 from envdoctor.rules import RULES
-from tests.fixture_support import FIXTURES, fixture_names, fixture_report
+from tests.fixture_support import FIXTURES, fixture_check_args, fixture_names, fixture_report
 
 
 def run(
@@ -106,7 +106,7 @@ def test_bad_input_is_one_line_and_exit_2(
 
 @pytest.mark.parametrize("name", fixture_names())
 def test_check_from_fixture_exit_code(name: str) -> None:
-    result = run("check", "--from", str(FIXTURES / f"{name}.json"), "--format", "json")
+    result = run("check", *fixture_check_args(name), "--format", "json")
     expected = fixture_report(name)
     data = json.loads(result.stdout)
     assert result.returncode == expected.exit_code == data["exit_code"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from envdoctor.model import Finding, Fix, Severity
@@ -68,6 +68,8 @@ _URL_SAFE = "".join(chr(c) for c in range(33, 127) if chr(c) not in "/@'\"<>")
 
 @given(st.text(alphabet=_URL_SAFE, min_size=4, max_size=30))
 def test_any_password_is_masked(secret: str) -> None:
+    # A "secret" such as "--in" also occurs in the rest of the command, where it is no secret.
+    assume(secret not in "pip install x --index-url https://me:@mirror.example/simple")
     out = redact_text(f"pip install x --index-url https://me:{secret}@mirror.example/simple")
     assert out == f"pip install x --index-url https://me:{MASK}@mirror.example/simple"
 

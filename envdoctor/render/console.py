@@ -26,9 +26,19 @@ _FINDING_MARKS = {
 }
 
 
-def make_console(file: Any = None, *, width: int | None = None, no_color: bool = False) -> Console:
+def make_console(
+    file: Any = None, *, width: int | None = None, no_color: bool = False, plain: bool = False
+) -> Console:
+    """`plain`: no control codes at all, even where FORCE_COLOR asks for them (files, CI logs)."""
     # soft_wrap: commands must stay on one line to be copy-pasteable.
-    return Console(file=file, soft_wrap=True, width=width, no_color=no_color or None, highlight=False)
+    return Console(
+        file=file,
+        soft_wrap=True,
+        width=width,
+        no_color=no_color or None,
+        highlight=False,
+        force_terminal=False if plain else None,
+    )
 
 
 class _Glyphs:

@@ -30,7 +30,7 @@ def finding_to_data(finding: Finding) -> dict[str, Any]:
 
 def report_to_data(report: Report) -> dict[str, Any]:
     clean = redact(report)
-    return {
+    data: dict[str, Any] = {
         "schema": SCHEMA,
         "envdoctor_version": clean.envdoctor_version,
         "source": clean.source,
@@ -53,6 +53,24 @@ def report_to_data(report: Report) -> dict[str, Any]:
         ],
         "facts": {p.probe: to_data(p.facts) for p in clean.probes if p.facts is not None},
         "findings": [finding_to_data(f) for f in clean.findings],
+    }
+    # Only when used, so reports of plain checks keep their exact shape.
+    if clean.expectations is not None:
+        data["expectations"] = expectations_to_data(clean)
+    if clean.ignored:
+        data["ignored"] = list(clean.ignored)
+    return data
+
+
+def expectations_to_data(report: Report) -> dict[str, Any]:
+    """Each stated expectation: its value, the rule that judges it, and "met" / "not met" / "ignored"."""
+    from envdoctor.rules.expectations import RULE_OF_KEY, key_status
+
+    assert report.expectations is not None
+    status = key_status(report.expectations, report.findings, report.ignored)
+    return {
+        key: {"value": value, "rule": RULE_OF_KEY[key], "status": status[key]}
+        for key, value in report.expectations.items()
     }
 
 

@@ -44,13 +44,22 @@ class RuleContext:
 
     @classmethod
     def build(
-        cls, platform: PlatformInfo, interpreter: Interpreter, probes: tuple[ProbeResult, ...]
+        cls,
+        platform: PlatformInfo,
+        interpreter: Interpreter,
+        probes: tuple[ProbeResult, ...],
+        inputs: tuple[object, ...] = (),
     ) -> RuleContext:
-        facts: dict[type, object] = {}
+        """`inputs` are what the user stated (expectations): rules read them like facts."""
+        facts: dict[type, object] = {type(given): given for given in inputs}
         for result in probes:
             if result.facts is not None and result.status is ProbeStatus.OK:
                 facts[type(result.facts)] = result.facts
         return cls(platform=platform, interpreter=interpreter, probes=probes, facts=facts)
+
+    def can_run(self, rule: Rule) -> bool:
+        """Whether every fact `rule` needs is there; the engine skips it otherwise."""
+        return all(self.get(kind) is not None for kind in rule.needs)
 
     def get(self, kind: type[T]) -> T | None:
         found = self.facts.get(kind)

@@ -1,0 +1,63 @@
+"""The Python API behind envdoctor.require: the same probes, rules and settings as `check`."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from envdoctor.engine import judge, run_probes, selected_probes
+from envdoctor.errors import EnvironmentNotReady
+from envdoctor.expectations import Settings, from_keywords
+from envdoctor.host.base import Host
+from envdoctor.model import Finding, Interpreter, Report, Severity
+from envdoctor.probes import CheckOptions, ProbeContext
+from envdoctor.target import TargetError, resolve_target
+
+
+def check(
+    settings: Settings, *, python: str | None = None, timeout: float = 60.0, host: Host | None = None
+) -> Report:
+    """Run the probes `settings` select on `host` (the live machine by default) and judge them."""
+    if host is None:
+        from envdoctor.host.live import LiveHost
+
+        host = LiveHost()
+    try:
+        target = resolve_target(host, python or host.own_python)
+    except TargetError as exc:
+        reason = str(exc).removeprefix(f"--python {python}: ")  # the CLI's spelling of the key
+        raise ValueError(f"envdoctor.require(python={python!r}): {reason}") from None
+    if python is None:
+        interpreter = Interpreter(target.interpreter.path, "the interpreter running this program")
+        target = dataclasses.replace(target, interpreter=interpreter)
+    ctx = ProbeContext(host=host, target=target, options=CheckOptions(timeout=timeout))
+    return judge(host.platform(), target.interpreter, run_probes(ctx, selected_probes(settings)), settings)
+
+
+def failed_findings(report: Report) -> tuple[Finding, ...]:
+    failing = {Severity.ERROR} | ({Severity.WARNING} if report.strict else set())
+    return tuple(f for f in report.findings if f.severity in failing)
+
+
+def message(report: Report, failed: tuple[Finding, ...]) -> str:
+    count = f"{len(failed)} problem{'s' if len(failed) != 1 else ''}"
+    lines = [f"this environment is not ready ({count}; `envdoctor check` shows the full report):"]
+    for finding in failed:
+        lines.append(f"  - {finding.code} {finding.title}")
+        for fix in finding.fixes[:1]:
+            lines.append(f"      fix: {fix.summary}")
+            lines += [f"        $ {command}" for command in fix.commands]
+    return "\n".join(lines)
+
+
+def require(
+    *, python: str | None = None, timeout: float = 60.0, host: Host | None = None, **keywords: Any
+) -> Report:
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 1 <= timeout <= 3600:
+        raise ValueError(f"envdoctor.require(timeout={timeout!r}): expected seconds between 1 and 3600")
+    settings = from_keywords(keywords)
+    report = check(settings, python=python, timeout=float(timeout), host=host)
+    failed = failed_findings(report)
+    if report.exit_code != 0:
+        raise EnvironmentNotReady(message(report, failed), report, failed)
+    return report

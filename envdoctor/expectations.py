@@ -1,0 +1,411 @@
+"""What a project needs from its environment, and the check policy, from options, a file or the API.
+
+Every value is validated here, before any probe runs, so a typo costs one clear line (exit 2), not a
+half-finished check. The same keys come from three places, and each place names itself in errors:
+`check`'s options (`--require-cuda`), `[tool.envdoctor]` in pyproject.toml or envdoctor.toml, and
+`envdoctor.require(cuda=...)`. Command-line values replace file values key by key.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+CONFIG_FILE = "envdoctor.toml"
+PYPROJECT = "pyproject.toml"
+TABLE = "[tool.envdoctor]"
+
+# A board reports slightly less than its nominal size (an RTX 4090 "24 GB" shows 23.99 GiB in NVML),
+# so "--min-gpu-memory 24GiB" accepts anything within this fraction of the asked size.
+MEMORY_TOLERANCE = 0.02
+
+
+class SettingsError(ValueError):
+    """Settings that cannot be used; the message is one line naming the option, key or file."""
+
+
+class ExpectationError(SettingsError):
+    """A value that cannot be used: which key, what it was, why, and a value that would work."""
+
+    def __init__(self, key: str, value: object, reason: str, example: str) -> None:
+        self.key = key
+        self.value = value
+        self.reason = reason
+        self.example = example
+        super().__init__(self.describe(key))
+
+    def describe(self, where: str) -> str:
+        """One line. `where` is how the user wrote the key (--min-gpus); a "{}" in it is where the
+        value goes (FILE min-gpus = {}), a "{!r}" the same in Python's spelling (require(min_gpus={!r}))."""
+        if "{!r}" in where:  # Python's spelling, for the API
+            head = where.replace("{!r}", repr(self.value))
+        elif "{}" in where:
+            head = where.replace("{}", _show(self.value))
+        else:
+            head = f"{where} {_show(self.value)}"
+        return f"{head}: {self.reason}; expected e.g. {self.example}"
+
+
+class ConfigError(SettingsError):
+    """A config file that cannot be used; the message is one line naming the file."""
+
+
+@dataclass(frozen=True)
+class Expectations:
+    """What the workload needs. Specifiers are kept as validated text (packaging's syntax)."""
+
+    gpu: bool = False
+    min_gpus: int | None = None
+    cuda: str | None = None  # torch.version.cuda must match, e.g. ">=12.1"
+    torch: str | None = None  # torch.__version__ must match, e.g. ">=2.4,<2.6"
+    capability: str | None = None  # every usable GPU's compute capability, e.g. ">=8.0"
+    min_gpu_memory: str | None = None  # every usable GPU, e.g. "24GiB"
+    smoke: bool = False  # the GPU smoke test must have passed
+
+    @property
+    def stated(self) -> bool:
+        return any(getattr(self, f.name) not in (None, False) for f in fields(self))
+
+    @property
+    def needs_gpu(self) -> bool:
+        """Any GPU expectation implies that there is a GPU at all."""
+        return bool(self.gpu or self.min_gpus or self.capability or self.min_gpu_memory or self.smoke)
+
+    @property
+    def min_gpu_memory_bytes(self) -> int | None:
+        return None if self.min_gpu_memory is None else parse_size(self.min_gpu_memory)
+
+    def items(self) -> tuple[tuple[str, object], ...]:
+        """(key, value) of each stated expectation, keys as users write them (require-cuda)."""
+        return tuple(
+            (KEY_OF_FIELD[f.name], getattr(self, f.name))
+            for f in fields(self)
+            if getattr(self, f.name) not in (None, False)
+        )
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything that decides how `check` runs and judges, after merging file and options."""
+
+    expectations: Expectations = field(default_factory=Expectations)
+    strict: bool = False
+    ignore: tuple[str, ...] = ()  # rule codes
+    only: tuple[str, ...] = ()  # probe names
+    skip: tuple[str, ...] = ()
+    config_file: str | None = None  # the file values came from, if any
+
+    def probe_names(self, all_names: tuple[str, ...]) -> tuple[str, ...]:
+        """The probes to run, in registry order."""
+        if self.only:
+            return tuple(n for n in all_names if n in self.only)
+        return tuple(n for n in all_names if n not in self.skip)
+
+
+# --- single values ---------------------------------------------------------------------------
+
+
+def _show(value: object) -> str:
+    return (
+        repr(value)
+        if isinstance(value, str)
+        else str(value).lower()
+        if isinstance(value, bool)
+        else str(value)
+    )
+
+
+def parse_bool(key: str, value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise ExpectationError(key, value, "not true or false", "true")
+
+
+def parse_count(key: str, value: object) -> int:
+    number: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and value.strip().isdigit():
+        number = int(value.strip())
+    if number is None:
+        raise ExpectationError(key, value, "not a whole number", "2")
+    if number < 1:
+        raise ExpectationError(key, value, "must be at least 1", "2")
+    return number
+
+
+_SPEC_EXAMPLES = {"cuda": ">=12.1", "torch": ">=2.4,<2.6", "capability": ">=8.0"}
+
+
+def parse_specifier(key: str, value: object, example: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ExpectationError(key, value, "not a version specifier", f'"{example}"')
+    text = value.strip()
+    if re.fullmatch(r"v?\d+(\.\d+)*", text):
+        raise ExpectationError(
+            key,
+            value,
+            f'a bare version is not a specifier (did you mean ">={text.lstrip("v")}"?)',
+            f'"{example}"',
+        )
+    try:
+        SpecifierSet(text)
+    except InvalidSpecifier:
+        raise ExpectationError(key, value, "not a version specifier", f'"{example}"') from None
+    return text
+
+
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]i?b?|b)", re.IGNORECASE)
+_UNIT = {"k": 1, "m": 2, "g": 3, "t": 4}
+
+
+def parse_size(text: str) -> int:
+    """Bytes from "24GiB", "24 GB" (decimal), "24G" (binary, as nvidia-smi means it), "512MiB"."""
+    match = _SIZE.fullmatch(text.strip())
+    if match is None:
+        raise ValueError(text)
+    number, unit = float(match.group(1)), match.group(2).lower()
+    if unit == "b":
+        return int(number)
+    base = 1000 if unit.endswith("b") and not unit.endswith("ib") else 1024
+    return int(number * base ** _UNIT[unit[0]])
+
+
+def parse_memory(key: str, value: object) -> str:
+    if isinstance(value, str):
+        try:
+            if parse_size(value) > 0:
+                return value.strip()
+        except ValueError:
+            pass
+        reason = "not a size with a unit"
+    else:
+        reason = "not a size with a unit (write it as a string)"
+    raise ExpectationError(key, value, reason, '"24GiB"')
+
+
+def _names(value: object) -> list[str] | None:
+    """A comma-separated string or a list of strings, as a list; None when neither."""
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return [part.strip() for v in value for part in v.split(",") if part.strip()]
+    return None
+
+
+def parse_rule_codes(key: str, value: object) -> tuple[str, ...]:
+    from envdoctor.rules import RULES
+
+    by_name = {r.name: r.code for r in RULES}
+    codes = {r.code for r in RULES}
+    names = _names(value)
+    if names is None:
+        raise ExpectationError(key, value, "not a list of rule codes", '"ED203,ED210"')
+    found = []
+    for name in names:
+        code = name.upper() if name.upper() in codes else by_name.get(name.lower())
+        if code is None:
+            raise ExpectationError(
+                key, value, f"{name} is not a rule (see `envdoctor rules`)", '"ED203,ED210"'
+            )
+        found.append(code)
+    return tuple(dict.fromkeys(found))
+
+
+def parse_probe_names(key: str, value: object) -> tuple[str, ...]:
+    from envdoctor.probes import PROBES
+
+    known = [p.name for p in PROBES]
+    names = _names(value)
+    example = '"' + ",".join(known[-2:]) + '"'
+    if names is None or not names:
+        raise ExpectationError(key, value, "not a list of probe names", example)
+    for name in names:
+        if name not in known:
+            raise ExpectationError(key, value, f"{name} is not a probe (known: {', '.join(known)})", example)
+    return tuple(dict.fromkeys(names))
+
+
+# --- the keys ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Key:
+    name: str  # as in the config file and after "--" on the command line
+    target: str  # "expectations.<field>" or a Settings field
+    parse: Callable[[str, object], Any]
+    api: str | None = None  # the keyword of envdoctor.require, if it has one
+
+
+KEYS: tuple[Key, ...] = (
+    Key("require-gpu", "expectations.gpu", parse_bool, "gpu"),
+    Key("min-gpus", "expectations.min_gpus", parse_count, "min_gpus"),
+    Key(
+        "require-cuda",
+        "expectations.cuda",
+        lambda k, v: parse_specifier(k, v, _SPEC_EXAMPLES["cuda"]),
+        "cuda",
+    ),
+    Key(
+        "require-torch",
+        "expectations.torch",
+        lambda k, v: parse_specifier(k, v, _SPEC_EXAMPLES["torch"]),
+        "torch",
+    ),
+    Key(
+        "require-capability",
+        "expectations.capability",
+        lambda k, v: parse_specifier(k, v, _SPEC_EXAMPLES["capability"]),
+        "capability",
+    ),
+    Key("min-gpu-memory", "expectations.min_gpu_memory", parse_memory, "min_gpu_memory"),
+    Key("require-smoke", "expectations.smoke", parse_bool, "smoke"),
+    Key("strict", "strict", parse_bool, "strict"),
+    Key("ignore", "ignore", parse_rule_codes, "ignore"),
+    Key("only", "only", parse_probe_names),
+    Key("skip", "skip", parse_probe_names),
+)
+KEYS_BY_NAME: dict[str, Key] = {k.name: k for k in KEYS}
+KEY_OF_FIELD: dict[str, str] = {
+    k.target.split(".", 1)[1]: k.name for k in KEYS if k.target.startswith("expectations.")
+}
+
+
+def build(
+    values: Mapping[str, object], where: Callable[[str], str], config_file: str | None = None
+) -> Settings:
+    """Settings from already-merged raw values keyed by key name; ExpectationError names `where(key)`."""
+    expectation_values: dict[str, Any] = {}
+    settings_values: dict[str, Any] = {}
+    for name, raw in values.items():
+        if raw is None:
+            continue
+        key = KEYS_BY_NAME[name]
+        try:
+            value = key.parse(name, raw)
+        except ExpectationError as exc:
+            raise ExpectationError(where(name), raw, exc.reason, exc.example) from None
+        if key.target.startswith("expectations."):
+            expectation_values[key.target.split(".", 1)[1]] = value
+        else:
+            settings_values[key.target] = value
+    if settings_values.get("only") and settings_values.get("skip"):
+        only, skip = (where(k).replace(" = {}", "").replace("{}", "...") for k in ("only", "skip"))
+        raise SettingsError(f"{only} and {skip} cannot be combined; choose probes with one of them")
+    return Settings(
+        expectations=Expectations(**expectation_values), config_file=config_file, **settings_values
+    )
+
+
+def merge(options: Mapping[str, object], config: Mapping[str, object]) -> dict[str, object]:
+    """Key by key, a command-line value (not None) replaces the file's."""
+    merged = dict(config)
+    merged.update({k: v for k, v in options.items() if v is not None})
+    return merged
+
+
+def resolve(options: Mapping[str, object], cwd: str, config: str | None = None) -> Settings:
+    """Settings for `check`: the config file (explicit, else found in `cwd`) under the options.
+
+    Raises ConfigError or ExpectationError with a one-line message naming the file or the option.
+    """
+    found = load_config(config, cwd)
+    file_values = found[1] if found else {}
+    given = {k for k, v in options.items() if v is not None}
+    label = found[0] if found else None
+
+    def where(name: str) -> str:
+        if name in given or label is None:
+            return f"--{name}"
+        return f"{label} {name} = {{}}"
+
+    return build(merge(options, file_values), where, config_file=found[0] if found else None)
+
+
+# --- config files ------------------------------------------------------------------------------
+
+
+def _toml_loads(text: str) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.9/3.10 only
+        import tomli as tomllib
+    return tomllib.loads(text)
+
+
+def load_config(explicit: str | None, cwd: str) -> tuple[str, dict[str, object]] | None:
+    """(label, values) from --config FILE, else ./envdoctor.toml, else ./pyproject.toml's table.
+
+    The label names the file and table for messages ("pyproject.toml [tool.envdoctor]").
+    """
+    if explicit is not None:
+        path = Path(explicit)
+        if not path.is_file():
+            what = "is a folder" if path.is_dir() else "no such file"
+            raise ConfigError(f"--config {explicit}: {what}; expected a TOML file such as {CONFIG_FILE}")
+        return _read_config(path, explicit, required=True)
+    for name in (CONFIG_FILE, PYPROJECT):
+        path = Path(cwd) / name
+        if path.is_file():
+            found = _read_config(path, name, required=False)
+            if found is not None:
+                return found
+    return None
+
+
+def _read_config(path: Path, shown: str, required: bool) -> tuple[str, dict[str, object]] | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigError(f"{shown}: cannot be read ({reason})") from None
+    try:
+        data = _toml_loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"{shown}: not valid TOML ({exc})") from None
+    tool = data.get("tool")
+    table = tool.get("envdoctor") if isinstance(tool, dict) else None
+    if table is not None:
+        label = f"{shown} {TABLE}"
+    elif path.name == PYPROJECT:
+        if required:
+            raise ConfigError(f"{shown}: has no {TABLE} table")
+        return None
+    else:
+        table, label = data, shown  # envdoctor.toml: the keys at the top level
+    if not isinstance(table, dict):
+        raise ConfigError(f"{label}: expected a table of settings")
+    values: dict[str, object] = {}
+    for raw_key, value in table.items():
+        key = str(raw_key).replace("_", "-")
+        if key not in KEYS_BY_NAME:
+            close = difflib.get_close_matches(key, list(KEYS_BY_NAME), n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ConfigError(f"{label}: unknown key {raw_key!r}; {hint}(known: {', '.join(KEYS_BY_NAME)})")
+        values[key] = value
+    return label, values
+
+
+# --- the Python API's keywords -------------------------------------------------------------------
+
+API_KEYS: dict[str, str] = {k.api: k.name for k in KEYS if k.api}
+
+
+def from_keywords(keywords: Mapping[str, object]) -> Settings:
+    """Settings from envdoctor.require's keywords; ExpectationError names `require(key=...)`."""
+    values: dict[str, object] = {}
+    for word, value in keywords.items():
+        if word not in API_KEYS:
+            raise TypeError(f"require() got an unexpected keyword argument {word!r}")
+        if value is None or value is False:
+            continue
+        values[API_KEYS[word]] = value
+    reverse = {name: word for word, name in API_KEYS.items()}
+    return build(values, lambda name: f"envdoctor.require({reverse[name]}={{!r}})")

@@ -1,0 +1,165 @@
+"""The report as Markdown: `check --format markdown`, GitHub's step summary, and `envdoctor report`.
+
+Built from the JSON report's data, so it carries exactly the findings JSON carries. Text from the
+machine is escaped for Markdown; commands go into fenced blocks, verbatim, to stay copy-pasteable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envdoctor.model import Report
+from envdoctor.render.json_report import report_to_data
+
+MARK = {"ok": "✅", "info": "ℹ️", "warning": "⚠️", "error": "❌"}
+HEADLINE = {0: "no problems found", 1: "problems found"}
+
+
+def text(value: object) -> str:
+    """Machine text as Markdown prose: HTML-like pieces ("<user>") must not vanish as tags."""
+    return str(value).replace("<", "&lt;")
+
+
+def cell(value: object) -> str:
+    return text(value).replace("|", "\\|").replace("\r", " ").replace("\n", "<br>")
+
+
+def fence(body: str, lang: str = "") -> str:
+    """A fenced block that the body's own backticks cannot close."""
+    ticks = "```"
+    while ticks in body:
+        ticks += "`"
+    return f"{ticks}{lang}\n{body}\n{ticks}"
+
+
+def headline(data: dict[str, Any]) -> str:
+    counts = {s: sum(1 for f in data["findings"] if f["severity"] == s) for s in ("error", "warning", "info")}
+    words = {"error": "error", "warning": "warning", "info": "note"}
+    parts = [f"{n} {words[s]}{'s' if n != 1 else ''}" for s, n in counts.items() if n]
+    if data["exit_code"] == 0 and (counts["error"] or counts["warning"]):
+        state = "works, with warnings"
+    else:
+        state = HEADLINE.get(data["exit_code"], "problems found")
+    tail = f" ({', '.join(parts)})" if parts else ""
+    return f"{state}{tail}, exit {data['exit_code']}"
+
+
+def _intro(data: dict[str, Any]) -> list[str]:
+    plat = data["platform"]
+    source = "" if data["source"] == "live" else f" · from snapshot `{data['source']}`"
+    return [
+        f"envdoctor {data['envdoctor_version']} · {plat['system']} {plat['release']} {plat['machine']} · "
+        f"examined `{data['interpreter']['path']}` ({text(data['interpreter']['reason'])}){source}",
+    ]
+
+
+def _areas(data: dict[str, Any]) -> list[str]:
+    rows = ["| | Area | Verdict |", "|---|---|---|"]
+    rows += [f"| {MARK[a['severity']]} | {cell(a['title'])} | {cell(a['verdict'])} |" for a in data["areas"]]
+    return rows
+
+
+def _expectations(data: dict[str, Any]) -> list[str]:
+    table = data.get("expectations")
+    if not table:
+        return []
+    rows = ["### Expectations", "", "| Expectation | Wanted | Status | Rule |", "|---|---|---|---|"]
+    marks = {"met": "✅ met", "not met": "❌ not met", "ignored": "➖ ignored"}
+    for key, row in table.items():
+        value = "true" if row["value"] is True else row["value"]
+        rows.append(f"| `{key}` | `{value}` | {marks[row['status']]} | {row['rule']} |")
+    return [*rows, ""]
+
+
+def finding_lines(finding: dict[str, Any], verbose: bool = False) -> list[str]:
+    lines = [
+        f"#### {MARK[finding['severity']]} {finding['code']} `{finding['name']}` ({finding['severity']})",
+        "",
+        f"**{text(finding['title'])}**",
+        "",
+        *(text(line) + "  " for line in finding["detail"].splitlines()),
+    ]
+    if verbose and finding["evidence"]:
+        lines += ["", "Evidence: " + "; ".join(f"`{e}`" for e in finding["evidence"])]
+    for number, fix in enumerate(finding["fixes"]):
+        lines += ["", f"**{'Fix' if number == 0 else 'Or'}:** {text(fix['summary'])}"]
+        if fix["commands"]:
+            lines += ["", fence("\n".join(fix["commands"]), "bash")]
+        if fix["link"]:
+            lines += ["", f"See <{fix['link']}>"]
+    return [*lines, ""]
+
+
+def render_markdown_data(data: dict[str, Any], verbose: bool = False, title: str = "envdoctor") -> str:
+    lines = [f"## {title}: {headline(data)}", "", *_intro(data), "", *_areas(data), ""]
+    lines += _expectations(data)
+    if data["findings"]:
+        lines += ["### Findings", ""]
+        for finding in data["findings"]:
+            lines += finding_lines(finding, verbose)
+    if data.get("ignored"):
+        lines += [f"Ignored rules: {', '.join(data['ignored'])}", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def render_markdown(report: Report, verbose: bool = False) -> str:
+    return render_markdown_data(report_to_data(report), verbose)
+
+
+# --- envdoctor report: the bug-report block -----------------------------------------------------
+
+
+def flatten(value: Any, prefix: str = "") -> list[tuple[str, str]]:
+    """("gpus[0].name", "NVIDIA ...") pairs; short lists join on ", " (a capability is "8, 9")."""
+    if isinstance(value, dict):
+        pairs: list[tuple[str, str]] = []
+        for key, item in value.items():
+            pairs += flatten(item, f"{prefix}.{key}" if prefix else str(key))
+        return pairs
+    if isinstance(value, list):
+        plain = all(not isinstance(v, (dict, list)) for v in value)
+        if plain and not any(", " in str(v) or "\n" in str(v) for v in value):
+            return [(prefix, ", ".join(str(v) for v in value) if value else "[]")]
+        pairs = []
+        for index, item in enumerate(value):
+            pairs += flatten(item, f"{prefix}[{index}]")
+        return pairs
+    shown = "None" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+    return [(prefix, shown)]
+
+
+def facts_block(data: dict[str, Any]) -> str:
+    """Every probe's facts as `key: value` lines, one section per probe, like collect_env prints."""
+    titles = {a["area"]: a["title"] for a in data["areas"]}
+    out: list[str] = []
+    for probe in data["probes"]:
+        name = probe["name"]
+        out.append(f"== {titles.get(name, name)} ({name}: {probe['status']}, {probe['seconds']:.2f} s) ==")
+        if probe["error"]:
+            out.append(f"error: {probe['error']}")
+        for key, value in flatten(data["facts"].get(name)):
+            lines = value.splitlines() or [""]
+            out.append(f"{key}: {lines[0]}")
+            out += [f"    {line}" for line in lines[1:]]
+        out.append("")
+    return "\n".join(out).rstrip()
+
+
+def render_bug_report_data(data: dict[str, Any]) -> str:
+    plat = data["platform"]
+    lines = [
+        "<!-- envdoctor report: paste into the issue as it is; credentials, user names in paths and "
+        "GPU UUIDs are masked -->",
+        render_markdown_data(data, verbose=True, title="envdoctor report").rstrip(),
+        "",
+        "### Facts",
+        "",
+        f"Platform: {plat['system']} {plat['release']} ({text(plat['version'])}) {plat['machine']}",
+        "",
+        fence(facts_block(data), "text"),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def render_bug_report(report: Report) -> str:
+    return render_bug_report_data(report_to_data(report))
