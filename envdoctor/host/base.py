@@ -97,3 +97,7 @@ class Host(Protocol):
     def python_json(self, interpreter: str, script: str, args: Sequence[str], timeout: float) -> ChildOutcome:
         """Run a child script (a file name in envdoctor/child) in `interpreter`."""
         ...
+
+    def home(self) -> str | None:
+        """The user's home folder as Python's expanduser("~") finds it; None when there is none."""
+        ...

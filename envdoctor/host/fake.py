@@ -34,6 +34,7 @@ class FakeHost:
     mem: MemoryInfo | None = field(default_factory=lambda: MemoryInfo(32 * 2**30, 20 * 2**30))
     disk: DiskInfo | None = field(default_factory=lambda: DiskInfo(500 * 2**30, 200 * 2**30))
     calls: list[tuple[str, ...]] = field(default_factory=list)
+    home_dir: str | None = "/home/user"
 
     @property
     def env(self) -> Mapping[str, str]:
@@ -96,3 +97,6 @@ class FakeHost:
         if callable(answer):
             return answer(interpreter, args, timeout)
         return answer
+
+    def home(self) -> str | None:
+        return self.home_dir

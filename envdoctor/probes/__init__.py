@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from envdoctor.probes import nvml, python_env, system, torch_build
+from envdoctor.probes import mirrors, nvml, python_env, system, torch_build
 from envdoctor.probes.base import CheckOptions, NotApplicable, ProbeContext, ProbeSpec
 
 PROBES: tuple[ProbeSpec, ...] = (
@@ -10,6 +10,7 @@ PROBES: tuple[ProbeSpec, ...] = (
     python_env.PROBE,
     nvml.PROBE,
     torch_build.PROBE,
+    mirrors.PROBE,
 )
 
 PROBES_BY_NAME: dict[str, ProbeSpec] = {p.name: p for p in PROBES}
