@@ -343,7 +343,7 @@ def collect_pip(host: Host, os_name: str, info: PythonInfo) -> PipConfig:
                 status, error, line = MALFORMED, exc.message, exc.line
             else:
                 settings.extend(
-                    PipSetting(o.section, _pip_name(o.key), o.value.strip(), path, o.line) for o in options
+                    PipSetting(o.section, _pip_name(o.key), o.value, path, o.line) for o in options
                 )
         files.append(ConfigFile("pip", level, path, status, error, line, named_by))
     settings.extend(env_settings)

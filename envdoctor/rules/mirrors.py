@@ -8,6 +8,7 @@ priority in pip), 2.3 (the pytorch conda channel stopped at 2.5), 4 (mirrors), 5
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -31,7 +32,7 @@ from envdoctor.probes.mirrors import (
 )
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.torch_build import TorchFacts
-from envdoctor.redact import redact_text
+from envdoctor.redact import has_secret, redact_text
 from envdoctor.rules.base import Hit, Rule, RuleContext, RuleDoc
 from envdoctor.rules.fixes import GET_STARTED, install_target
 from envdoctor.shell import quote
@@ -102,10 +103,6 @@ def without_credentials(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, path, parts.query, parts.fragment))
 
 
-def has_secret(text: str) -> bool:
-    return redact_text(text) != text
-
-
 # ---------------------------------------------------------------------------------------------
 # shared bits of fixes
 
@@ -163,13 +160,37 @@ def pip_set_commands(
     return (f"{_python(ctx)} -m pip config --{level} unset {name}",)
 
 
-def _edit_summary(setting: PipSetting, new_items: list[str], home: str | None) -> str:
-    where = _where(setting.origin, setting.line, home)
+def pip_edit_fix(
+    ctx: RuleContext, pip: PipConfig, setting: PipSetting, items: list[str], summary: str, home: str | None
+) -> Fix:
+    """A fix that leaves `setting` holding `items`: the command where one can do it, else the edit."""
+    commands = pip_set_commands(ctx, pip, setting, items)
     if setting.from_env:
-        where = f"the variable {setting.origin} (and wherever it is set: shell profile, CI settings)"
-    if new_items:
-        return f"In {where}, keep `{setting.key} = {' '.join(new_items)}`"
-    return f"In {where}, remove the `{setting.key}` line"
+        summary += f" (also where {setting.origin} is set: shell profile, CI settings)"
+    elif not commands:
+        where = _where(setting.origin, setting.line, home)
+        line = f"`{setting.key} = {' '.join(items)}`" if items else f"no `{setting.key}` line"
+        summary += f"; edit {where} by hand to read {line}"
+    return Fix(summary=summary, commands=commands, link=PIP_CONFIG_DOCS)
+
+
+def note_text(note: str) -> str:
+    """A knowledge-base note without its pointer into envdoctor's own fact files."""
+    text = re.sub(r"shared/docs/facts/[\w.]+\.md(?: [\d.]+)?:?\s*", "", note).strip()
+    return text[:1].upper() + text[1:]
+
+
+_LEVEL_WORDS = {
+    "global": "its global file",
+    "user": "its user file",
+    "site": "the environment's own file",
+    "env": "the file PIP_CONFIG_FILE names",
+    "search-path": "a file on its search path",
+    "condarc": "the file CONDARC names",
+    "project": "the project's file",
+    "system": "its system file",
+    "config-file": "the file UV_CONFIG_FILE names",
+}
 
 
 def _cuda_wanted(ctx: RuleContext) -> bool:
@@ -198,7 +219,7 @@ def _plan_fixes(ctx: RuleContext, summary: str, mirror_of: KnownIndex | None) ->
         local = mirrors.pytorch_wheel_url(wheel_mirror, plan.variant)
         fixes.append(
             Fix(
-                summary=f"Or the same from {wheel_mirror.title}",
+                summary=f"The same from {wheel_mirror.title}",
                 commands=tuple(c.replace(official, local) for c in commands),
             )
         )
@@ -260,7 +281,7 @@ def _mirror_cpu_only(ctx: RuleContext) -> Iterator[Hit]:
             default.mirror,
         )
         yield Hit(
-            title=f"{default.tool}'s index is a PyPI mirror ({default.mirror.title}): on {system} it "
+            title=f"{default.tool}'s index is {default.mirror.title}: on {system} it "
             "offers only CPU builds of torch",
             detail=f"{default.tool} takes its default index {default.url} from {where}. PyPI, and every "
             f"mirror of it, carries only CPU-only torch wheels for {system}; CUDA builds are published "
@@ -319,13 +340,8 @@ def _torch_extra_index(ctx: RuleContext) -> Iterator[Hit]:
             + cpu_note
         )
         remaining = [u for u in setting.items if u not in torch_urls]
-        edit = Fix(
-            summary=_edit_summary(setting, remaining, facts.home)
-            + "; then name the PyTorch index only on the torch command line",
-            commands=pip_set_commands(ctx, pip, setting, remaining),
-            link=PIP_FINDING_PACKAGES,
-        )
-        fixes = [edit]
+        summary = f"Take the PyTorch index out of {key} ({where}) and name it only on the torch command"
+        fixes = [pip_edit_fix(ctx, pip, setting, remaining, summary, facts.home)]
         plan = install.plan(install_target(ctx))
         if plan.possible and plan.variant and plan.torch:
             commands = tuple(
@@ -380,10 +396,10 @@ def _frozen_channels(ctx: RuleContext) -> Iterator[Hit]:
             cutoff = parse_version(last)
             if installed is not None and cutoff is not None and installed <= cutoff:
                 continue  # what is installed is still within what the channel published
-            have = (
-                f"torch {torch.version or torch.dist_version} is installed"
-                if installed
-                else "the current torch is wanted"
+            want = (
+                f"the installed torch {torch.version or torch.dist_version}"
+                if torch is not None and installed is not None
+                else "a current torch"
             )
             where = _where(setting.origin, setting.line, facts.home)
             os_name = ctx.platform.os
@@ -412,13 +428,16 @@ def _frozen_channels(ctx: RuleContext) -> Iterator[Hit]:
                     )
                 )
             fixes.append(
-                Fix(summary="Or take conda-forge's build", commands=("conda install -c conda-forge pytorch",))
+                Fix(
+                    summary="Use conda-forge's build instead",
+                    commands=("conda install -c conda-forge pytorch",),
+                )
             )
             yield Hit(
                 title=f"conda's {name} channel is configured, but it stopped at torch {last}",
                 detail=f"{channel} is in conda's {key} ({where}). PyTorch published its last build to the "
-                f"{name} channel with torch {last}; mirrors of it are frozen there too. {have}, so conda "
-                "either cannot solve, or silently installs the old build.",
+                f"{name} channel with torch {last}, and mirrors of it are frozen there too, so for "
+                f"{want} conda either finds no solution or silently installs the old build.",
                 evidence=(f"conda {key} includes {channel} ({where})", f"last torch on {name}: {last}"),
                 fixes=tuple(fixes),
             )
@@ -439,10 +458,12 @@ class _Configured:
 
 def configured_urls(facts: MirrorFacts) -> Iterator[_Configured]:
     """Every URL a tool uses now (pip: the effective values; conda: merged; uv: all indexes)."""
-    for setting in facts.pip.effective:
-        if setting.key in ("index-url", "extra-index-url", "find-links"):
-            for url in setting.items:
-                yield _Configured("pip", setting.key, url, setting.origin, setting.line)
+    for key in ("index-url", "extra-index-url", "find-links"):
+        setting = facts.pip.get(key)
+        if setting is None:
+            continue
+        for url in setting.items:
+            yield _Configured("pip", key, url, setting.origin, setting.line)
     conda = facts.conda
     for key in ("channels", "default_channels"):
         for channel, where in conda.merged_list(key):
@@ -479,27 +500,21 @@ def _stale_mirror(ctx: RuleContext) -> Iterator[Hit]:
             setting = next(s for s in facts.pip.effective if s.key == item.setting)
             if better is not None:
                 items = [better.url if u == item.url else u for u in setting.items]
-                summary = f"Use {better.url} ({better.title}) instead"
+                summary = f"Switch to {better.url}, its current address"
             else:
                 items = [u for u in setting.items if u != item.url]
                 summary = (
                     "Remove it"
-                    + (" (pip falls back to PyPI)" if item.setting == "index-url" else "")
-                    + " or point it at a maintained mirror"
+                    + (" (pip then uses PyPI)" if item.setting == "index-url" else "")
+                    + ", or point it at a maintained mirror"
                 )
-            fixes.append(
-                Fix(
-                    summary=f"{summary}: {_edit_summary(setting, items, facts.home)}",
-                    commands=pip_set_commands(ctx, facts.pip, setting, items),
-                    link=PIP_CONFIG_DOCS,
-                )
-            )
+            fixes.append(pip_edit_fix(ctx, facts.pip, setting, items, summary, facts.home))
         else:
             replacement = f" with {better.url} ({better.title})" if better is not None else ""
             fixes.append(Fix(summary=f"In {where}, replace {item.url}{replacement} or remove it"))
         yield Hit(
             title=f"{item.tool} uses {known.title}, which is {known.status}",
-            detail=f"{item.url} is set as {item.setting} ({where}). {known.note}",
+            detail=f"{item.url} is set as {item.setting} ({where}). {note_text(known.note)}",
             evidence=(f"{item.tool} {item.setting} = {item.url} ({where})", f"mirror status: {known.status}"),
             fixes=tuple(fixes),
         )
@@ -581,7 +596,7 @@ def _plain_credentials(ctx: RuleContext) -> Iterator[Hit]:
             title=f"a password or token for {host} is written in {origin_text(path, facts.home)}",
             detail=f"{tool} {setting} in {where} carries credentials in plain text ({redact_text(value)}). "
             "Anyone who can read the file, a backup, or a shared or committed copy of it can use them; "
-            "pip and uv print such URLs unredacted in `pip config list` and error messages.",
+            "`pip config list` and `pip config debug` print them unredacted.",
             evidence=(f"{tool} {setting} ({where}) has credentials in its URL",),
             fixes=(fix,),
         )
@@ -671,13 +686,15 @@ def _broken_files(ctx: RuleContext, effect: str) -> Iterator[Hit]:
         if effect == "fatal":
             title = f"{file.tool} cannot use its configuration file {shown}: {why}"
             detail = (
-                f"{file.tool} reads {file.path} ({file.level}) and stops with an error, so every "
+                f"{file.tool} reads {file.path} ({_LEVEL_WORDS.get(file.level, file.level)}) and stops "
+                "with an error, so every "
                 f"`{file.tool} install` fails until the file is fixed."
             )
         else:
             title = f"{file.tool} silently skips {shown}: {why}"
             detail = (
-                f"{file.tool} would read {file.path} ({file.level}) but skips it without a word, so the "
+                f"{file.tool} would read {file.path} ({_LEVEL_WORDS.get(file.level, file.level)}) but "
+                "skips it without a word, so the "
                 "index, mirror or constraint settings written there do not apply."
             )
         yield Hit(
