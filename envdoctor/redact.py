@@ -21,6 +21,7 @@ _URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>
 # conda's token form: https://conda.anaconda.org/t/<token>/channel, also at the end of a
 # channel_alias (https://conda.anaconda.org/t/<token>), where no slash follows.
 _CONDA_TOKEN = re.compile(r"(/t/)([^/\s'\"]+)(?=/|[\s'\"]|$)")
+_CONDA_URL_TOKEN = re.compile(r"https?://[^\s'\"]*?/t/[^/\s'\"]+", re.IGNORECASE)
 _SECRET_QUERY = re.compile(
     r"([?&](?:[A-Za-z0-9_.-]*(?:token|secret|password|passwd|key|auth|signature|sig|credential)"
     r"[A-Za-z0-9_.-]*)=)([^&#\s'\"]+)",
@@ -52,9 +53,7 @@ def has_secret(text: str) -> bool:
 
     A conda /t/ segment counts only in an http(s) URL: elsewhere it is an ordinary folder.
     """
-    if _URL_USERINFO.search(text) or _SECRET_QUERY.search(text):
-        return True
-    return text.lower().startswith(("http://", "https://")) and bool(_CONDA_TOKEN.search(text))
+    return bool(_URL_USERINFO.search(text) or _SECRET_QUERY.search(text) or _CONDA_URL_TOKEN.search(text))
 
 
 def is_secret_name(name: str) -> bool:
