@@ -76,8 +76,8 @@ def test_probe_and_pip_agree(tmp_path: Path, with_config_file: bool) -> None:
         "[global]\nextra-index-url =\n    https://a.example/simple\n    https://b.example/simple\n"
         "Trusted_Host = a.example\n",
     )
-    _write(tmp_path / "ci.conf", "[global]\ntimeout = 30\n[download]\ndest = /tmp/dl\n")
-    extra = {"PIP_FIND_LINKS": "/opt/wheels", "PIP_NO_INDEX": "0"}
+    _write(tmp_path / "ci.conf", "[global]\ntimeout = 30\n[download]\ndest = /home/user/dl\n")
+    extra = {"PIP_FIND_LINKS": "/srv/wheels", "PIP_NO_INDEX": "0"}
     if with_config_file:
         extra["PIP_CONFIG_FILE"] = str(tmp_path / "ci.conf")
     environ = _environ(tmp_path, **extra)

@@ -45,17 +45,17 @@ def effective(facts: MirrorFacts) -> dict[str, tuple[str, str]]:
 # ------------------------------------------------------------------------------------------ pip
 
 
-def test_this_machines_pip_configuration() -> None:
-    # What `pip config debug` showed on the development machine: a global constraint file,
+def test_a_ci_image_pip_configuration() -> None:
+    # The shape of a CI image's configuration (`pip config debug`): a global constraint file,
     # find-links and two file:// extra indexes, and PIP_* variables in the environment.
     host = FakeHost(
         files={
-            "/etc/xdg/pip/pip.conf": "[global]\nconstraint = /etc/xdg/pip/constraints.txt\n",
+            "/etc/xdg/pip/pip.conf": "[global]\nconstraint = /etc/pip-constraints.txt\n",
             "/etc/pip.conf": "[global]\ncert = /etc/ssl/certs/ca-certificates.crt\n",
-            "/home/user/.config/pip/pip.conf": "[global]\nfind-links = /opt/wheels\n"
-            "extra-index-url = file:///opt/pypi/simple file:///opt/pypi-more/simple\n",
+            "/home/user/.config/pip/pip.conf": "[global]\nfind-links = /srv/wheels\n"
+            "extra-index-url = file:///srv/pypi/simple file:///srv/pypi-extra/simple\n",
         },
-        environ={"PIP_FIND_LINKS": "/opt/wheels", "PIP_DEFAULT_TIMEOUT": "180", "PIP_VERSION": "x"},
+        environ={"PIP_FIND_LINKS": "/srv/wheels", "PIP_DEFAULT_TIMEOUT": "180", "PIP_VERSION": "x"},
     )
     facts = probe(host)
     assert [(f.level, f.path, f.status) for f in facts.pip.files] == [
@@ -67,18 +67,18 @@ def test_this_machines_pip_configuration() -> None:
     ]
     assert effective(facts) == {
         "cert": ("/etc/ssl/certs/ca-certificates.crt", "/etc/pip.conf"),
-        "constraint": ("/etc/xdg/pip/constraints.txt", "/etc/xdg/pip/pip.conf"),
+        "constraint": ("/etc/pip-constraints.txt", "/etc/xdg/pip/pip.conf"),
         "default-timeout": ("180", "PIP_DEFAULT_TIMEOUT"),
         "extra-index-url": (
-            "file:///opt/pypi/simple file:///opt/pypi-more/simple",
+            "file:///srv/pypi/simple file:///srv/pypi-extra/simple",
             "/home/user/.config/pip/pip.conf",
         ),
-        "find-links": ("/opt/wheels", "PIP_FIND_LINKS"),
+        "find-links": ("/srv/wheels", "PIP_FIND_LINKS"),
     }
     assert describe(facts) == (
-        "pip: index PyPI (default); extra-index-url file:///opt/pypi/simple "
-        "file:///opt/pypi-more/simple (~/.config/pip/pip.conf); find-links /opt/wheels "
-        "($PIP_FIND_LINKS); constraint /etc/xdg/pip/constraints.txt (/etc/xdg/pip/pip.conf) · "
+        "pip: index PyPI (default); extra-index-url file:///srv/pypi/simple "
+        "file:///srv/pypi-extra/simple (~/.config/pip/pip.conf); find-links /srv/wheels "
+        "($PIP_FIND_LINKS); constraint /etc/pip-constraints.txt (/etc/xdg/pip/pip.conf) · "
         "conda: not in use · uv: no configuration"
     )
 
@@ -390,7 +390,7 @@ def test_uv_variables_and_switches() -> None:
         environ={
             "UV_INDEX": "internal=https://pkgs.example.com/simple https://second.example/simple",
             "UV_DEFAULT_INDEX": "https://pypi.tuna.tsinghua.edu.cn/simple",
-            "UV_FIND_LINKS": "https://a.example/links,/opt/wheels",
+            "UV_FIND_LINKS": "https://a.example/links,/srv/wheels",
             "UV_TORCH_BACKEND": "cu126",
             "UV_CONFIG_FILE": "/srv/uv.toml",
         },
@@ -401,7 +401,7 @@ def test_uv_variables_and_switches() -> None:
         ("https://second.example/simple", None, "index", False),
         ("https://pypi.tuna.tsinghua.edu.cn/simple", None, "default-index", True),
         ("https://a.example/links", None, "find-links", False),
-        ("/opt/wheels", None, "find-links", False),
+        ("/srv/wheels", None, "find-links", False),
     ]
     assert [(f.path, f.status, f.named_by) for f in uv.files] == [("/srv/uv.toml", MISSING, "UV_CONFIG_FILE")]
     assert [(s.key, s.value, s.origin) for s in uv.settings] == [

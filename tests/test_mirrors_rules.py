@@ -125,22 +125,23 @@ def test_ed502_pytorch_index_as_extra_index() -> None:
     }
     finding = only(findings(conf), "ED502")
     assert "no index priority" in finding.detail and "local label" in finding.detail
-    edit, install = finding.fixes
-    # The other extra index stays; pip config edits the user file, which is the last user file.
-    assert edit.commands == (
+    (fix,) = finding.fixes
+    # The other extra index stays (pip config edits the user file, the last user file); then torch
+    # comes from the PyTorch index with its variant pinned.
+    assert fix.commands == (
         f"{VENV}/bin/python -m pip config --user set global.extra-index-url https://other.example/simple",
+        f"{VENV}/bin/python -m pip install torch==2.13.0+cu126 torchvision==0.28.0 "
+        "--index-url https://download.pytorch.org/whl/cu126",
     )
-    assert "+cu126 " in install.commands[0] or "+cu126" in install.commands[0]
-    assert "--index-url https://download.pytorch.org/whl/cu126" in install.commands[0]
 
 
 def test_ed502_from_a_variable_with_the_cpu_index_on_a_gpu_machine() -> None:
     environ = {"PIP_EXTRA_INDEX_URL": "https://download.pytorch.org/whl/cpu"}
     finding = only(findings(environ=environ), "ED502")
     assert "CPU variant" in finding.detail
-    assert finding.fixes[0].commands == ("unset PIP_EXTRA_INDEX_URL",)
+    assert finding.fixes[0].commands[0] == "unset PIP_EXTRA_INDEX_URL"
     windows = only(findings(environ=environ, platform=WINDOWS), "ED502")
-    assert windows.fixes[0].commands == ("Remove-Item Env:PIP_EXTRA_INDEX_URL",)
+    assert windows.fixes[0].commands[0] == "Remove-Item Env:PIP_EXTRA_INDEX_URL"
 
 
 def test_ed502_not_when_the_pytorch_index_is_the_index() -> None:
@@ -156,8 +157,9 @@ def test_ed502_setting_in_a_file_pip_config_cannot_edit() -> None:
     }
     finding = only(findings(conf), "ED502")
     # `pip config --global` edits /etc/pip.conf, not the XDG file: say where, give no wrong command.
-    assert finding.fixes[0].commands == ()
-    assert "/etc/xdg/pip/pip.conf line 2" in finding.fixes[0].summary
+    (fix,) = finding.fixes
+    assert len(fix.commands) == 1 and " install " in fix.commands[0]
+    assert "by hand: delete the `find-links` entry at /etc/xdg/pip/pip.conf line 2" in fix.summary
 
 
 # ---------------------------------------------------------------------------------------- ED503
@@ -167,11 +169,21 @@ CONDARC = "/home/user/.condarc"
 
 def test_ed503_pytorch_and_nvidia_channels() -> None:
     conf = {CONDARC: "channels:\n  - pytorch\n  - nvidia\n  - defaults\n"}
-    found = findings(conf, environ={"CONDA_EXE": "/opt/conda/bin/conda"})
-    assert codes(found) == ["ED503", "ED503"]
-    first = found[0]
-    assert "stopped at torch 2.5.1" in first.title
-    assert first.fixes[0].commands == ("conda config --file /home/user/.condarc --remove channels pytorch",)
+    finding = only(findings(conf, environ={"CONDA_EXE": "/opt/conda/bin/conda"}), "ED503")
+    assert (
+        finding.title == "conda is set to use the pytorch and nvidia channels, which stopped at torch 2.5.1"
+    )
+    assert "pytorch in channels (~/.condarc line 1): torch up to 2.5.1" in finding.detail
+    remove = (
+        "conda config --file /home/user/.condarc --remove channels pytorch",
+        "conda config --file /home/user/.condarc --remove channels nvidia",
+    )
+    pip_way, forge_way = finding.fixes
+    assert pip_way.commands[:2] == remove and " -m pip install torch==" in pip_way.commands[2]
+    assert forge_way.commands == (*remove, "conda install -c conda-forge pytorch")
+    assert "a current torch" in finding.detail
+    from_variable = only(findings(environ={"CONDA_CHANNELS": "pytorch,conda-forge"}), "ED503")
+    assert from_variable.fixes[0].commands[0] == "unset CONDA_CHANNELS"
 
 
 def test_ed503_mirror_url_of_the_channel_and_installed_torch() -> None:
@@ -179,7 +191,7 @@ def test_ed503_mirror_url_of_the_channel_and_installed_torch() -> None:
     conf = {CONDARC: f"channels: [{url}, defaults]\n"}
     new_torch = TorchFacts(installed=True, version="2.7.1+cu126", dist_version="2.7.1+cu126", cuda="12.6")
     finding = only(findings(conf, torch=new_torch), "ED503")
-    assert "for the installed torch 2.7.1+cu126 conda" in finding.detail
+    assert "For the installed torch 2.7.1+cu126 conda" in finding.detail
     old_torch = TorchFacts(installed=True, version="2.5.1", dist_version="2.5.1", cuda="12.4")
     assert codes(findings(conf, torch=old_torch)) == []
 
@@ -287,10 +299,10 @@ def test_ed507_files_the_tools_skip() -> None:
 
 def test_a_plain_configuration_has_no_findings() -> None:
     conf = {
-        "/etc/xdg/pip/pip.conf": "[global]\nconstraint = /etc/xdg/pip/constraints.txt\n",
-        USER_PIP: "[global]\nfind-links = /opt/wheels\nextra-index-url = file:///opt/pypi/simple\n",
+        "/etc/xdg/pip/pip.conf": "[global]\nconstraint = /etc/pip-constraints.txt\n",
+        USER_PIP: "[global]\nfind-links = /srv/wheels\nextra-index-url = file:///srv/pypi/simple\n",
     }
-    assert findings(conf, environ={"PIP_FIND_LINKS": "/opt/wheels"}) == []
+    assert findings(conf, environ={"PIP_FIND_LINKS": "/srv/wheels"}) == []
     assert findings({USER_PIP: f"[global]\nindex-url = {TUNA}\n"}, platform=WINDOWS, nvml=NO_GPU) == []
 
 

@@ -23,7 +23,7 @@ from envdoctor.redact import has_secret, redact, redact_text
             "extra https://a:****@one.example/s https://****@two.example/s",
         ),
         ("https://mirrors.aliyun.com/pypi/simple/", "https://mirrors.aliyun.com/pypi/simple/"),
-        ("file:///opt/pypi/simple", "file:///opt/pypi/simple"),
+        ("file:///srv/pypi/simple", "file:///srv/pypi/simple"),
     ],
 )
 def test_redact_text(text: str, masked: str) -> None:

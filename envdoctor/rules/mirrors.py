@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from functools import cache
 from urllib.parse import urlsplit, urlunsplit
 
+from packaging.version import Version
+
 from envdoctor import install
 from envdoctor.knowledge import mirrors, parse_version
 from envdoctor.knowledge.mirrors import KnownIndex
@@ -169,8 +171,10 @@ def pip_edit_fix(
         summary += f" (also where {setting.origin} is set: shell profile, CI settings)"
     elif not commands:
         where = _where(setting.origin, setting.line, home)
-        line = f"`{setting.key} = {' '.join(items)}`" if items else f"no `{setting.key}` line"
-        summary += f"; edit {where} by hand to read {line}"
+        if items:
+            summary += f"; by hand: make {where} read `{setting.key} = {' '.join(items)}`"
+        else:
+            summary += f"; by hand: delete the `{setting.key}` entry at {where}"
     return Fix(summary=summary, commands=commands, link=PIP_CONFIG_DOCS)
 
 
@@ -340,23 +344,17 @@ def _torch_extra_index(ctx: RuleContext) -> Iterator[Hit]:
             + cpu_note
         )
         remaining = [u for u in setting.items if u not in torch_urls]
-        summary = f"Take the PyTorch index out of {key} ({where}) and name it only on the torch command"
-        fixes = [pip_edit_fix(ctx, pip, setting, remaining, summary, facts.home)]
+        summary = f"Take the PyTorch index out of {key} ({where})"
+        edit = pip_edit_fix(ctx, pip, setting, remaining, summary, facts.home)
+        fix = edit
         plan = install.plan(install_target(ctx))
         if plan.possible and plan.variant and plan.torch:
-            commands = tuple(
-                c.command.replace(f"torch=={plan.torch}", f"torch=={plan.torch}+{plan.variant}")
-                if plan.variant != "cpu" or ctx.platform.os != "macos"
-                else c.command
-                for c in plan.commands
-            )
-            fixes.append(
-                Fix(
-                    summary="Install with the PyTorch index as --index-url and the variant pinned by its "
-                    f"local label: {plan.reason}",
-                    commands=commands,
-                    link=GET_STARTED,
-                )
+            pinned = tuple(_pin_variant(c.command, plan) for c in plan.commands)
+            fix = Fix(
+                summary=f"{edit.summary}, then install with the PyTorch index as --index-url and the "
+                f"variant pinned by its local label: {plan.reason}",
+                commands=edit.commands + pinned,
+                link=PIP_FINDING_PACKAGES,
             )
         yield Hit(
             title=f"a PyTorch index is only an extra source ({key}) next to {main_text}: pip takes the "
@@ -366,8 +364,15 @@ def _torch_extra_index(ctx: RuleContext) -> Iterator[Hit]:
                 f"pip {key} = {setting.value} ({where})",
                 f"pip index-url = {main or '(PyPI default)'}",
             ),
-            fixes=tuple(fixes),
+            fixes=(fix,),
         )
+
+
+def _pin_variant(command: str, plan: install.InstallPlan) -> str:
+    """torch==2.5.1 -> torch==2.5.1+cu124: only that build satisfies it, whatever other indexes hold."""
+    if "--index-url" not in command:  # macOS: plain PyPI wheels carry no label
+        return command
+    return command.replace(f"torch=={plan.torch} ", f"torch=={plan.torch}+{plan.variant} ")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -382,65 +387,96 @@ def channel_name(channel: str) -> str:
     return text.split("/", 1)[0]
 
 
-def _frozen_channels(ctx: RuleContext) -> Iterator[Hit]:
-    facts = ctx.need(MirrorFacts)
-    conda = facts.conda
-    torch = ctx.get(TorchFacts)
+@dataclass(frozen=True)
+class _Frozen:
+    channel: str  # as configured: a name or a URL
+    name: str  # pytorch, nvidia
+    last: str  # the last torch release served there
+    key: str  # channels or default_channels
+    origin: str
+    line: int | None
+
+
+def _frozen_in_use(facts: MirrorFacts, torch: TorchFacts | None) -> list[_Frozen]:
     installed = parse_version(torch.public_version) if torch is not None and torch.installed else None
+    found = []
     for key in ("channels", "default_channels"):
-        for channel, setting in conda.merged_list(key):
+        for channel, setting in facts.conda.merged_list(key):
             name = channel_name(channel)
             last = mirrors.conda_channel_last_torch(name)
             if last is None:
                 continue
             cutoff = parse_version(last)
             if installed is not None and cutoff is not None and installed <= cutoff:
-                continue  # what is installed is still within what the channel published
-            want = (
-                f"the installed torch {torch.version or torch.dist_version}"
-                if torch is not None and installed is not None
-                else "a current torch"
+                continue  # what is installed is still within what the channel served
+            found.append(_Frozen(channel, name, last, key, setting.origin, setting.line))
+    return found
+
+
+def _remove_channel(ctx: RuleContext, item: _Frozen, home: str | None) -> Fix:
+    os_name = ctx.platform.os
+    if is_variable(item.origin):
+        return Fix(
+            summary=f"Drop {item.channel} from {item.origin} (and wherever it is set)",
+            commands=(_unset_variable(item.origin, os_name),),
+        )
+    return Fix(
+        summary=f"Remove {item.channel} from {origin_text(item.origin, home)}",
+        commands=(
+            f"conda config --file {quote(item.origin, os_name)} "
+            f"--remove {item.key} {quote(item.channel, os_name)}",
+        ),
+        link=CONDA_CONFIG_DOCS,
+    )
+
+
+def _frozen_channels(ctx: RuleContext) -> Iterator[Hit]:
+    facts = ctx.need(MirrorFacts)
+    torch = ctx.get(TorchFacts)
+    frozen = _frozen_in_use(facts, torch)
+    if not frozen:
+        return
+    names = " and ".join(dict.fromkeys(f.name for f in frozen))
+    last = max(frozen, key=lambda f: parse_version(f.last) or Version("0")).last
+    want = (
+        f"the installed torch {torch.version or torch.dist_version}"
+        if torch is not None and torch.installed and torch.public_version
+        else "a current torch"
+    )
+    listed = "; ".join(
+        f"{f.channel} in {f.key} ({_where(f.origin, f.line, facts.home)}): torch up to {f.last}"
+        for f in frozen
+    )
+    removals = [_remove_channel(ctx, item, facts.home) for item in frozen]
+    remove_commands = tuple(c for fix in removals for c in fix.commands)
+    remove_text = "; ".join(fix.summary for fix in removals)
+    fixes = []
+    plan = install.plan(install_target(ctx))
+    if plan.possible:
+        fixes.append(
+            Fix(
+                summary=f"{remove_text}; then install torch with pip inside the conda environment: "
+                f"{plan.reason}",
+                commands=remove_commands + tuple(c.command for c in plan.commands),
+                link=GET_STARTED,
             )
-            where = _where(setting.origin, setting.line, facts.home)
-            os_name = ctx.platform.os
-            if is_variable(setting.origin):
-                remove = Fix(
-                    summary=f"Drop {channel} from {setting.origin}",
-                    commands=(_unset_variable(setting.origin, os_name),),
-                )
-            else:
-                remove = Fix(
-                    summary=f"Remove the channel from {origin_text(setting.origin, facts.home)}",
-                    commands=(
-                        f"conda config --file {quote(setting.origin, os_name)} "
-                        f"--remove {key} {quote(channel, os_name)}",
-                    ),
-                    link=CONDA_CONFIG_DOCS,
-                )
-            fixes = [remove]
-            plan = install.plan(install_target(ctx))
-            if plan.possible:
-                fixes.append(
-                    Fix(
-                        summary=f"Install torch with pip inside the conda environment: {plan.reason}",
-                        commands=tuple(c.command for c in plan.commands),
-                        link=GET_STARTED,
-                    )
-                )
-            fixes.append(
-                Fix(
-                    summary="Use conda-forge's build instead",
-                    commands=("conda install -c conda-forge pytorch",),
-                )
-            )
-            yield Hit(
-                title=f"conda's {name} channel is configured, but it stopped at torch {last}",
-                detail=f"{channel} is in conda's {key} ({where}). PyTorch published its last build to the "
-                f"{name} channel with torch {last}, and mirrors of it are frozen there too, so for "
-                f"{want} conda either finds no solution or silently installs the old build.",
-                evidence=(f"conda {key} includes {channel} ({where})", f"last torch on {name}: {last}"),
-                fixes=tuple(fixes),
-            )
+        )
+    fixes.append(
+        Fix(
+            summary=f"{remove_text}; then use conda-forge's build",
+            commands=(*remove_commands, "conda install -c conda-forge pytorch"),
+            link=CONDA_CHANNEL_END,
+        )
+    )
+    yield Hit(
+        title=f"conda is set to use the {names} channel{'s' if len(frozen) > 1 else ''}, which stopped at "
+        f"torch {last}",
+        detail=f"{listed}. PyTorch stopped publishing to its conda channels (pytorch/pytorch#138506), and "
+        f"mirrors of them are frozen at the same point. For {want} conda either finds no "
+        "solution or silently installs an old build.",
+        evidence=tuple(f"conda {f.key} includes {f.channel}" for f in frozen),
+        fixes=tuple(fixes),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
