@@ -61,7 +61,15 @@ def _check_timeout(timeout: float) -> None:
         fail(f"--timeout {timeout:g}: expected seconds between 1 and 3600")
 
 
-def _live_report_inputs(python: str | None, timeout: float):  # type: ignore[no-untyped-def]
+def _warm_renderer(fmt: OutputFormat) -> None:
+    """Import the renderer while the probes run, so it costs nothing after they finish."""
+    if fmt is OutputFormat.console:
+        import envdoctor.render.console
+    else:
+        import envdoctor.render.json_report  # noqa: F401
+
+
+def _live_report_inputs(python: str | None, timeout: float, fmt: OutputFormat = OutputFormat.json):  # type: ignore[no-untyped-def]
     from envdoctor.engine import run_probes
     from envdoctor.host.live import LiveHost
     from envdoctor.probes import CheckOptions, ProbeContext
@@ -73,7 +81,8 @@ def _live_report_inputs(python: str | None, timeout: float):  # type: ignore[no-
     except TargetError as exc:
         fail(str(exc))
     ctx = ProbeContext(host=host, target=target, options=CheckOptions(timeout=timeout))
-    return host.platform(), target.interpreter, run_probes(ctx)
+    probes = run_probes(ctx, while_waiting=lambda: _warm_renderer(fmt))
+    return host.platform(), target.interpreter, probes
 
 
 def _write(text: str, output: str | None) -> None:
@@ -140,7 +149,7 @@ def check(
             fail(str(exc))
         report = diagnose(snap.platform, snap.interpreter, snap.probes, strict=strict, source=from_snapshot)
     else:
-        platform, interpreter, probes = _live_report_inputs(python, timeout)
+        platform, interpreter, probes = _live_report_inputs(python, timeout, fmt)
         report = diagnose(platform, interpreter, probes, strict=strict)
     _emit(report, fmt, verbose, output)
     raise typer.Exit(report.exit_code)

@@ -9,8 +9,9 @@ from __future__ import annotations
 import threading
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from envdoctor import __version__
 from envdoctor.model import (
@@ -32,7 +33,7 @@ class _Slot:
     result: ProbeResult | None = None
 
 
-def _run_one(probe: ProbeSpec, ctx: ProbeContext, slot: _Slot) -> None:
+def _run_one(probe: ProbeSpec[Any], ctx: ProbeContext, slot: _Slot) -> None:
     started = time.perf_counter()
     try:
         facts = probe.collect(ctx)
@@ -51,7 +52,13 @@ def _run_one(probe: ProbeSpec, ctx: ProbeContext, slot: _Slot) -> None:
         )
 
 
-def run_probes(ctx: ProbeContext, probes: Sequence[ProbeSpec] = PROBES) -> tuple[ProbeResult, ...]:
+def run_probes(
+    ctx: ProbeContext,
+    probes: Sequence[ProbeSpec[Any]] = PROBES,
+    while_waiting: Callable[[], object] | None = None,
+) -> tuple[ProbeResult, ...]:
+    """Run every probe, each bounded by its timeout. `while_waiting` runs once all have started:
+    work the caller needs anyway (importing the renderer) then hides behind the torch import."""
     started = time.perf_counter()
     slots: dict[str, _Slot] = {}
     threads: dict[str, threading.Thread] = {}
@@ -63,6 +70,8 @@ def run_probes(ctx: ProbeContext, probes: Sequence[ProbeSpec] = PROBES) -> tuple
         )
         thread.start()
         threads[probe.name] = thread
+    if while_waiting is not None:
+        while_waiting()
     results = []
     for probe in probes:
         limit = min(probe.timeout, ctx.options.timeout)
@@ -117,7 +126,7 @@ def evaluate(ctx: RuleContext, rules: Sequence[Rule] = RULES) -> tuple[Finding, 
 
 
 def area_verdicts(
-    probes: tuple[ProbeResult, ...], findings: tuple[Finding, ...], specs: Sequence[ProbeSpec] = PROBES
+    probes: tuple[ProbeResult, ...], findings: tuple[Finding, ...], specs: Sequence[ProbeSpec[Any]] = PROBES
 ) -> tuple[AreaVerdict, ...]:
     by_name = {p.name: p for p in specs}
     verdicts = []

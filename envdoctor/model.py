@@ -16,10 +16,18 @@ class Severity(str, enum.Enum):
     def rank(self) -> int:
         return _SEVERITY_RANK[self]
 
+    # A str-valued enum inherits str's ordering ("error" < "info"); severities order by rank.
     def __lt__(self, other: object) -> bool:
-        if not isinstance(other, Severity):
-            return NotImplemented
-        return self.rank < other.rank
+        return self.rank < other.rank if isinstance(other, Severity) else NotImplemented
+
+    def __le__(self, other: object) -> bool:
+        return self.rank <= other.rank if isinstance(other, Severity) else NotImplemented
+
+    def __gt__(self, other: object) -> bool:
+        return self.rank > other.rank if isinstance(other, Severity) else NotImplemented
+
+    def __ge__(self, other: object) -> bool:
+        return self.rank >= other.rank if isinstance(other, Severity) else NotImplemented
 
 
 _SEVERITY_RANK = {Severity.OK: 0, Severity.INFO: 1, Severity.WARNING: 2, Severity.ERROR: 3}

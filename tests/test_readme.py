@@ -8,7 +8,8 @@ from pathlib import Path
 from envdoctor.rules import RULES
 
 ROOT = Path(__file__).resolve().parent.parent
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+README_PATH = ROOT / "README.md"
+README = README_PATH.read_text(encoding="utf-8")
 
 
 def _bash_blocks() -> list[str]:
@@ -23,5 +24,9 @@ def test_ci_runs_the_readme_test_command() -> None:
 
 
 def test_readme_rules_table_lists_every_rule() -> None:
+    """Regenerate with `python -m tests.regen_readme`."""
+    from tests.regen_readme import rules_table
+
+    assert rules_table() in README
     rows = re.findall(r"^\| (ED\d{3}) \| `([a-z0-9-]+)` \| (\w+) \|", README, flags=re.M)
     assert rows == [(r.code, r.name, r.severity.value) for r in RULES]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from envdoctor.probes import mirrors, nvml, python_env, system, torch_build
 from envdoctor.probes.base import CheckOptions, NotApplicable, ProbeContext, ProbeSpec
 
-PROBES: tuple[ProbeSpec, ...] = (
+PROBES: tuple[ProbeSpec[Any], ...] = (
     system.PROBE,
     python_env.PROBE,
     nvml.PROBE,
@@ -13,6 +15,6 @@ PROBES: tuple[ProbeSpec, ...] = (
     mirrors.PROBE,
 )
 
-PROBES_BY_NAME: dict[str, ProbeSpec] = {p.name: p for p in PROBES}
+PROBES_BY_NAME: dict[str, ProbeSpec[Any]] = {p.name: p for p in PROBES}
 
 __all__ = ["PROBES", "PROBES_BY_NAME", "CheckOptions", "NotApplicable", "ProbeContext", "ProbeSpec"]

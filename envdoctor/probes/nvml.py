@@ -79,7 +79,7 @@ def _pci_nvidia_devices(host: Host) -> tuple[str, ...]:
 
 
 def _from_record(record: Mapping[str, Any], pci: tuple[str, ...]) -> NvmlFacts:
-    gpus = []
+    gpus: list[Gpu] = []
     for raw in record.get("gpus") or ():
         capability = raw.get("capability")
         gpus.append(

@@ -20,7 +20,7 @@ def _not_installed(ctx: RuleContext) -> Iterator[Hit]:
     fix = planned_fix(ctx, "Install torch for this machine")
     yield Hit(
         title=f"torch is not installed in {ctx.interpreter.path}",
-        detail=f"The examined environment ({ctx.interpreter.reason}) cannot import torch.",
+        detail=f"The examined environment, {ctx.interpreter.reason}, cannot import torch.",
         evidence=("torch.installed = false",),
         fixes=(fix,) if fix else (),
     )

@@ -1,0 +1,60 @@
+"""How long `envdoctor check` takes next to the floor (importing torch) and the incumbent
+(`python -m torch.utils.collect_env`), measured side by side in one run.
+
+    python bench/check_vs_torch.py [--rounds 7] [--python PATH]
+
+Runs the commands interleaved, round after round, so drifting machine load hits them alike, and
+prints the median of each with its ratio to a bare `import torch`. Targets: check <= 1.3x import
+torch (design goal 1.15x of import + one 1024x1024 matmul), and faster than collect_env.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+
+
+def commands(python: str) -> dict[str, list[str]]:
+    return {
+        "import torch": [python, "-c", "import torch"],
+        "import torch + matmul": [python, "-c", "import torch; a = torch.randn(1024, 1024); a @ a"],
+        "envdoctor check": [sys.executable, "-m", "envdoctor", "check", "--python", python, "--format", "json"],
+        "collect_env": [python, "-m", "torch.utils.collect_env"],
+    }
+
+
+def time_once(argv: list[str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--python", default=sys.executable, help="the interpreter with torch")
+    args = parser.parse_args()
+    cmds = commands(args.python)
+    for argv in cmds.values():  # warm the file cache once
+        time_once(argv)
+    samples: dict[str, list[float]] = {name: [] for name in cmds}
+    for _ in range(args.rounds):
+        for name, argv in cmds.items():
+            samples[name].append(time_once(argv))
+    floor = statistics.median(samples["import torch"])
+    print(f"{'command':<24}{'median s':>10}{'min s':>10}{'x import torch':>16}")
+    for name, values in samples.items():
+        median = statistics.median(values)
+        print(f"{name:<24}{median:>10.3f}{min(values):>10.3f}{median / floor:>16.2f}")
+    check = statistics.median(samples["envdoctor check"])
+    matmul = statistics.median(samples["import torch + matmul"])
+    collect = statistics.median(samples["collect_env"])
+    print(f"\ncheck / (import torch + matmul) = {check / matmul:.2f} (goal <= 1.15)")
+    print(f"check / collect_env = {check / collect:.2f} (goal < 1)")
+
+
+if __name__ == "__main__":
+    main()

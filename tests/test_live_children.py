@@ -1,0 +1,112 @@
+"""The real child scripts in real interpreters: the CPU torch installed here, and fake interpreters
+that segfault, hang, exit early or print garbage."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import stat
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from envdoctor.host.live import LiveHost, parse_records
+from envdoctor.probes import torch_build
+from envdoctor.target import resolve_target
+
+TORCH_PRESENT = importlib.util.find_spec("torch") is not None
+posix_only = pytest.mark.skipif(os.name != "posix", reason="fake interpreters are shell scripts")
+
+
+def _fake_python(tmp_path: Path, body: str) -> str:
+    path = tmp_path / "python"
+    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return str(path)
+
+
+def test_real_torch_facts_are_true_of_this_build() -> None:
+    """CI installs the CPU build of torch: the probe must report exactly that build."""
+    if not TORCH_PRESENT:
+        pytest.fail("torch must be installed for the test suite (see the README's test command)")
+    import torch
+
+    outcome = LiveHost().python_json(sys.executable, "torch_probe.py", (), 120)
+    facts = torch_build.facts_from_outcome(outcome)
+    assert facts.crash is None and facts.imported
+    assert facts.version == torch.__version__
+    assert facts.cuda == torch.version.cuda and facts.hip == torch.version.hip
+    assert facts.cuda_available == torch.cuda.is_available()
+    assert facts.arch_list == tuple(torch.cuda.get_arch_list())
+    assert facts.variant == ("cpu" if torch.version.cuda is None else facts.variant)
+    assert facts.location is not None and Path(facts.location).parent == Path(torch.__file__).parent
+
+
+def test_real_python_info() -> None:
+    target = resolve_target(LiveHost(), sys.executable)
+    assert target.info.version == ".".join(str(n) for n in sys.version_info[:3])
+    assert target.info.is_venv == (sys.prefix != sys.base_prefix)
+
+
+def test_torch_missing_in_an_interpreter_without_it(tmp_path: Path) -> None:
+    # -S drops site-packages, so torch cannot be found: the child must say "not installed".
+    wrapper = _fake_python(tmp_path, f'exec "{sys.executable}" -S "$@"') if os.name == "posix" else None
+    if wrapper is None:
+        pytest.skip("needs a POSIX shell")
+    facts = torch_build.facts_from_outcome(LiveHost().python_json(wrapper, "torch_probe.py", (), 60))
+    assert facts.crash is None and not facts.installed
+
+
+@posix_only
+def test_segfaulting_interpreter_becomes_a_crash_fact(tmp_path: Path) -> None:
+    python = _fake_python(tmp_path, 'echo \'{"record": "stage", "stage": "import"}\'; kill -SEGV $$')
+    facts = torch_build.facts_from_outcome(LiveHost().python_json(python, "torch_probe.py", (), 30))
+    assert facts.crash is not None and facts.crash.exit_signal == 11
+    assert facts.crash.last_stage == "import" and facts.installed
+
+
+@posix_only
+def test_hanging_interpreter_is_killed_at_the_timeout(tmp_path: Path) -> None:
+    python = _fake_python(
+        tmp_path, 'echo \'{"record": "stage", "stage": "cuda_available"}\'; sleep 60 & wait'
+    )
+    started = time.perf_counter()
+    outcome = LiveHost().python_json(python, "torch_probe.py", (), 1.0)
+    assert time.perf_counter() - started < 10
+    facts = torch_build.facts_from_outcome(outcome)
+    assert facts.crash is not None and facts.crash.timed_out and facts.crash.last_stage == "cuda_available"
+
+
+@posix_only
+def test_early_exit_and_garbage_output(tmp_path: Path) -> None:
+    python = _fake_python(tmp_path, "echo 'not json'; echo '{broken'; echo 'oops' >&2; exit 3")
+    outcome = LiveHost().python_json(python, "torch_probe.py", (), 30)
+    assert outcome.records == () and outcome.returncode == 3 and "oops" in outcome.stderr_tail
+    facts = torch_build.facts_from_outcome(outcome)
+    assert facts.crash is not None and facts.crash.exit_code == 3
+
+
+def test_missing_interpreter_is_a_start_error(tmp_path: Path) -> None:
+    outcome = LiveHost().python_json(str(tmp_path / "nope"), "torch_probe.py", (), 5)
+    assert outcome.start_error == "not found"
+
+
+def test_parse_records_keeps_only_json_objects() -> None:
+    out = 'hello\n{"a": 1}\n[1, 2]\n{"b": \n  {"c": 2}  \n'
+    assert parse_records(out) == ({"a": 1}, {"c": 2})
+
+
+def test_nvml_child_answers_here() -> None:
+    outcome = LiveHost().python_json(sys.executable, "nvml_probe.py", (), 30)
+    statuses = {r.get("status") for r in outcome.records if r.get("record") == "nvml"}
+    assert statuses and statuses <= {
+        "ok",
+        "library_not_found",
+        "driver_not_loaded",
+        "pynvml_missing",
+        "error",
+        "version_mismatch",
+        "no_permission",
+    }
