@@ -316,3 +316,9 @@ def test_helpers() -> None:
     pypi = known.pypi_default_url()
     if pypi is not None:
         assert rules.is_pypi(pypi + "/") and rules.pypi_mirror(pypi) is None
+
+
+def test_no_index_is_read_as_pip_reads_it() -> None:
+    extra = {"PIP_EXTRA_INDEX_URL": "https://download.pytorch.org/whl/cu126"}
+    assert codes(findings(environ={**extra, "PIP_NO_INDEX": "0"})) == ["ED502"]
+    assert codes(findings(environ={**extra, "PIP_NO_INDEX": "yes"})) == []  # pip uses no index at all

@@ -113,7 +113,7 @@ def parse_toml(text: str) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 # A YAML subset (.condarc)
 
-YamlValue = Union[str, None, list, dict]
+YamlValue = Union[str, None, "list[Any]", "dict[str, Any]"]
 _NULLS = {"", "~", "null", "Null", "NULL"}
 
 

@@ -79,6 +79,11 @@ class PipConfig:
                 return setting
         return None
 
+    def flag(self, key: str) -> bool:
+        """A switch such as no-index, read as pip reads it (strtobool: 1/yes/true/on)."""
+        setting = self.get(key)
+        return setting is not None and setting.value.strip().lower() in ("1", "y", "yes", "t", "true", "on")
+
 
 @dataclass(frozen=True)
 class CondaSetting:
@@ -719,14 +724,16 @@ def origin_text(origin: str, home: str | None) -> str:
     return f"${origin}" if is_variable(origin) else short_path(origin, home)
 
 
-_PIP_SUMMARY_KEYS = ("index-url", "extra-index-url", "find-links", "no-index", "trusted-host", "constraint")
+_PIP_SUMMARY_KEYS = ("index-url", "extra-index-url", "find-links", "trusted-host", "constraint")
 
 
 def _describe_pip(pip: PipConfig, home: str | None) -> str:
     parts = []
     if pip.files_disabled:
         parts.append("config files off (PIP_CONFIG_FILE=os.devnull)")
-    if pip.get("index-url") is None and not pip.get("no-index"):
+    if pip.flag("no-index"):
+        parts.append("no index (no-index)")
+    elif pip.get("index-url") is None:
         parts.append("index PyPI (default)")
     for key in _PIP_SUMMARY_KEYS:
         setting = pip.get(key)

@@ -247,13 +247,13 @@ class _DefaultIndex:
 def _default_indexes(facts: MirrorFacts) -> Iterator[_DefaultIndex]:
     pip = facts.pip
     index = pip.get("index-url")
-    if index is not None and not pip.get("no-index"):
+    if index is not None and not pip.flag("no-index"):
         found = pypi_mirror(index.value.strip())
         if found is not None:
-            others = [
+            others = tuple(
                 u for key in ("extra-index-url", "find-links") for s in [pip.get(key)] if s for u in s.items
-            ]
-            yield _DefaultIndex("pip", index.value.strip(), index.origin, index.line, found, tuple(others))
+            )
+            yield _DefaultIndex("pip", index.value.strip(), index.origin, index.line, found, others)
     uv = facts.uv
     defaults = [
         i for i in uv.indexes if i.default or i.via in ("index-url", "default-index", "pip.index-url")
@@ -308,7 +308,7 @@ def _mirror_cpu_only(ctx: RuleContext) -> Iterator[Hit]:
 def _torch_extra_index(ctx: RuleContext) -> Iterator[Hit]:
     facts = ctx.need(MirrorFacts)
     pip = facts.pip
-    if pip.get("no-index"):
+    if pip.flag("no-index"):
         return
     index = pip.get("index-url")
     main = index.value.strip() if index is not None else None
