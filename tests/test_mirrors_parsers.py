@@ -85,7 +85,7 @@ def test_nested_mapping_and_items_with_keys() -> None:
         ("channels: [a]\nchannels: [b]\n", 2, "duplicate key"),
         ("channel_alias: x\n   channels: [b]\n", 2, "indentation"),
         ("channels:\n\t- a\n", 2, "tab"),
-        ("just some words\n", 1, "key: value"),
+        ("password = s3cret words\n", 1, "key: value"),
         ("- a\n- b\n", 1, "is a list"),
     ],
 )
@@ -95,6 +95,7 @@ def test_yaml_errors_name_the_line(text: str, line: int, words: str) -> None:
     assert caught.value.line == line
     assert words in caught.value.message
     assert str(caught.value).startswith(f"line {line}: ")
+    assert "s3cret" not in str(caught.value)  # the line's content is never quoted
 
 
 # An unquoted `null` is YAML's null, not a channel name; the generator leaves that word out.
@@ -171,8 +172,8 @@ def test_ini_keeps_an_inline_comment_as_pip_does() -> None:
 @pytest.mark.parametrize(
     ("text", "line", "words"),
     [
-        ("index-url = https://x.example/simple\n", 1, "no [section] header"),
-        ("[global]\nindex-url\n", 2, "cannot parse 'index-url'"),
+        ("index-url = https://x.example/simple\n", 1, "before any [section] header"),
+        ("[global]\nindex-url\n", 2, "not a `key = value` line"),
         ("[global]\na = 1\na = 2\n", 3, "appears twice"),
         ("[global]\n[global]\n", 2, "appears twice"),
     ],

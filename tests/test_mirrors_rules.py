@@ -275,7 +275,7 @@ def test_ed506_files_the_tools_refuse() -> None:
     found = findings(conf, environ={"UV_CONFIG_FILE": "/srv/uv.toml"})
     assert codes(found) == ["ED506", "ED506", "ED506"]
     pip, conda, uv = found
-    assert "/etc/pip.conf: line 1: no [section] header" in pip.title
+    assert "/etc/pip.conf: line 1: a setting comes before any [section] header" in pip.title
     assert pip.fixes[0].commands == ("mv /etc/pip.conf /etc/pip.conf.bak",)
     assert pip.fixes[1].commands == (f"{VENV}/bin/python -m pip config debug",)
     assert "~/.condarc: line 3" in conda.title

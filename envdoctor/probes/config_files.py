@@ -1,8 +1,9 @@
 """Parsers for the configuration files package managers read: pip's INI, conda's YAML, uv's TOML.
 
 Each parser takes text and returns plain values with line numbers, or raises ConfigSyntaxError
-naming the line, so a malformed file becomes a fact ("line 3: ...") and never a traceback. The
-mirrors probe turns these values into typed facts at once.
+naming the line, so a malformed file becomes a fact ("line 3: ...") and never a traceback. Error
+messages never quote the offending line: it may hold a password. The mirrors probe turns these
+values into typed facts at once.
 
 The YAML parser is deliberately small: .condarc files are flat mappings of scalars, lists and one
 level of nested mappings, and envdoctor should not pull a YAML library into every install for that.
@@ -10,7 +11,6 @@ level of nested mappings, and envdoctor should not pull a YAML library into ever
 
 from __future__ import annotations
 
-import configparser
 import re
 from dataclasses import dataclass
 from typing import Any, Union
@@ -63,18 +63,19 @@ def _option_lines(text: str) -> dict[tuple[str, str], int]:
 
 def parse_ini(text: str) -> tuple[IniOption, ...]:
     """Every option of every section, parsed exactly as pip parses (RawConfigParser, strict)."""
+    import configparser  # here, not at the top: `explain` and `rules` never parse a file
+
     parser = configparser.RawConfigParser()
     try:
         parser.read_string(text)
     except configparser.MissingSectionHeaderError as exc:
         raise ConfigSyntaxError(
-            f"no [section] header before {exc.line.strip()!r} (pip expects [global] or [install])",
+            "a setting comes before any [section] header (pip expects [global] or [install])",
             exc.lineno,
         ) from None
     except configparser.ParsingError as exc:
         line = exc.errors[0][0] if exc.errors else None
-        content = text.splitlines()[line - 1].strip() if line and line <= len(text.splitlines()) else ""
-        raise ConfigSyntaxError(f"cannot parse {content!r} (expected `key = value`)", line) from None
+        raise ConfigSyntaxError("not a `key = value` line", line) from None
     except configparser.DuplicateOptionError as exc:
         message = f"option {exc.option!r} appears twice in [{exc.section}]"
         raise ConfigSyntaxError(message, exc.lineno) from None
@@ -229,7 +230,7 @@ def _flow(text: str, number: int) -> YamlValue:
         for item in _split_flow(text[1:-1], number):
             pair = _split_key(item, number)
             if pair is None:
-                raise ConfigSyntaxError(f"{item!r} in a {{flow mapping}} is not `key: value`", number)
+                raise ConfigSyntaxError("an entry of a {flow mapping} is not `key: value`", number)
             mapping[pair[0]] = _flow(pair[1], number) if pair[1] else None
         return mapping
     return _unquote(text, number)
@@ -325,7 +326,7 @@ class _YamlParser:
                 raise ConfigSyntaxError("a list item where a `key: value` entry was expected", line.number)
             pair = _split_key(line.text, line.number)
             if pair is None:
-                raise ConfigSyntaxError(f"expected `key: value`, found {line.text!r}", line.number)
+                raise ConfigSyntaxError("expected a `key: value` line", line.number)
             key, rest = pair
             if key in mapping:
                 raise ConfigSyntaxError(f"duplicate key {key!r}", line.number)
