@@ -22,14 +22,8 @@ def commands(python: str) -> dict[str, list[str]]:
         "import torch": [python, "-c", "import torch"],
         "import torch + matmul": [python, "-c", "import torch; a = torch.randn(1024, 1024); a @ a"],
         "envdoctor check": [
-            sys.executable,
-            "-m",
-            "envdoctor",
-            "check",
-            "--python",
-            python,
-            "--format",
-            "json",
+            *(sys.executable, "-m", "envdoctor", "check"),
+            *("--python", python, "--format", "json"),
         ],
         "collect_env": [python, "-m", "torch.utils.collect_env"],
     }

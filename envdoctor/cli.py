@@ -221,6 +221,77 @@ def explain(code: str = typer.Argument(..., help="A rule code such as ED101, or 
     fail(f"unknown rule {code!r}; expected a code like ED101 (see `envdoctor rules`)")
 
 
+class Manager(str, Enum):
+    pip = "pip"
+    uv = "uv"
+    conda = "conda"
+
+
+@app.command()
+def install(
+    torch: Optional[str] = typer.Option(
+        None, "--torch", help="A release (2.5.1) or series (2.5); default: the newest that fits."
+    ),
+    cuda: Optional[str] = typer.Option(
+        None, "--cuda", help="auto, cpu, a CUDA version (12.4), a variant (cu126) or rocmX.Y; default: auto."
+    ),
+    os_name: Optional[str] = typer.Option(
+        None, "--os", help="linux, windows or macos; default: this machine's."
+    ),
+    arch: Optional[str] = typer.Option(
+        None, "--arch", help="x86_64 or aarch64/arm64; default: this machine's."
+    ),
+    python: Optional[str] = typer.Option(
+        None,
+        "--python",
+        help="A Python version (3.11) or the interpreter to install into; default: as `check`.",
+    ),
+    driver: Optional[str] = typer.Option(
+        None, "--driver", help="An NVIDIA driver version (535.104.05), to plan for another machine."
+    ),
+    gpu: list[str] = typer.Option(
+        [], "--gpu", help="A GPU name (RTX 3090) or compute capability (sm_86, 8.6); repeat for several."
+    ),
+    manager: Optional[Manager] = typer.Option(
+        None, "--manager", "-m", help="pip (default), uv or conda.", case_sensitive=False
+    ),
+    mirror: Optional[str] = typer.Option(
+        None,
+        "--mirror",
+        help="tuna, aliyun, sjtu, nju, ... or an index URL; default: pip's configured index.",
+    ),
+    fmt: OutputFormat = typer.Option(
+        OutputFormat.console, "--format", "-f", help="Output format.", case_sensitive=False
+    ),
+) -> None:
+    """Print the pinned pip/uv/conda command that installs a working torch here (or on a described machine).
+
+    Exit codes: 0 a command was found, 1 no build fits (the output says what to change), 2 bad options.
+    """
+    from envdoctor.host.live import LiveHost
+    from envdoctor.install_session import Given, RequestError, run
+    from envdoctor.render.install_report import render_json, render_text
+
+    given = Given(
+        torch=torch,
+        cuda=cuda,
+        os=os_name,
+        arch=arch,
+        python=python,
+        driver=driver,
+        gpus=tuple(gpu),
+        manager=manager.value if manager else None,
+        mirror=mirror,
+    )
+    try:
+        session = run(given, LiveHost())
+    except RequestError as exc:
+        fail(str(exc))
+    render = render_json if fmt is OutputFormat.json else render_text
+    _write(render(session.plan, session.inputs), None)
+    raise typer.Exit(0 if session.plan.possible else 1)
+
+
 def main() -> None:
     """Entry point: usage errors become one line and exit 2, never a traceback."""
     try:

@@ -1,20 +1,38 @@
 """The install planner: (target machine, knowledge) -> the pinned commands that install a working torch.
 
-Pure: it reads only the knowledge base. `check`'s rules take their fix commands from here, so the
-report and `envdoctor install` never disagree.
+It intersects what the driver runs (minor-version compatibility counts) with what the GPUs need
+(each build's compiled architectures), for a release with wheels for the target Python, OS and
+machine. Pure: it reads only the knowledge base. `check`'s rules take their fix commands from here,
+so the report and `envdoctor install` never disagree.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from packaging.version import Version
 
 from envdoctor import knowledge
-from envdoctor.knowledge import Release, parse_version
+from envdoctor.install_commands import (
+    MirrorChoice,
+    PlannedCommand,
+    choose_index,
+    conda_command,
+    pip_command,
+    uv_commands,
+)
+from envdoctor.knowledge import DriverVersion, Release, conda, variant_cuda
+from envdoctor.knowledge.archs import Capability, arch_list, coverage, sm
+from envdoctor.knowledge.drivers import DriverSupport, driver_support, native_cuda
+from envdoctor.knowledge.gpus import is_tegra
 from envdoctor.shell import join
 
-WHEEL_INDEX = "https://download.pytorch.org/whl"
+MANAGERS = ("pip", "uv", "conda")
+GET_STARTED = "https://pytorch.org/get-started/locally/"
+CONDA_CUTOFF_ISSUE = "pytorch/pytorch#138506"
+
+__all__ = ["MANAGERS", "InstallPlan", "InstallTarget", "PlannedCommand", "plan"]
 
 
 @dataclass(frozen=True)
@@ -23,16 +41,27 @@ class InstallTarget:
     machine: str = "x86_64"
     python: str | None = None  # "3.11"
     driver_version: str | None = None  # None: no usable NVIDIA driver
-    gpu_capabilities: tuple[tuple[int, int], ...] = ()
-    torch: str | None = None  # a wanted release, else the newest that fits
+    gpu_capabilities: tuple[Capability, ...] = ()
+    torch: str | None = None  # a wanted release ("2.5.1" or "2.5"), else the newest that fits
     want_cuda: bool | None = None  # None: CUDA when an NVIDIA GPU and driver are there
     python_launcher: tuple[str, ...] = ("pip3",)  # ("/env/bin/python", "-m", "pip") for check
+    variant: str | None = None  # an explicit build ("cpu", "cu121", "rocm6.2"); None: choose
+    manager: str = "pip"
+    driver_cuda: str | None = None  # the driver's own CUDA version (NVML), when known
+    gpu_names: tuple[str, ...] = ()  # labels for gpu_capabilities, same order
+    mirror: MirrorChoice | None = None
+    installed_torch: str | None = None  # the torch already in the environment (check's fixes)
+    native_only: bool = False  # skip builds the driver runs only through minor-version compatibility
 
+    @property
+    def platform(self) -> str:
+        return knowledge.platform_key(self.os, self.machine)
 
-@dataclass(frozen=True)
-class PlannedCommand:
-    manager: str
-    command: str
+    def gpu_label(self, index: int) -> str:
+        capability = sm(self.gpu_capabilities[index])
+        if index < len(self.gpu_names) and self.gpu_names[index] != capability:
+            return f"{self.gpu_names[index]} ({capability})"
+        return capability
 
 
 @dataclass(frozen=True)
@@ -44,95 +73,398 @@ class InstallPlan:
     reason: str
     commands: tuple[PlannedCommand, ...] = ()
     warnings: tuple[str, ...] = ()
+    suggestions: tuple[str, ...] = ()  # when nothing fits: what to change
 
     @property
     def possible(self) -> bool:
         return bool(self.commands)
 
 
-def _fits_python(release: Release, python: str | None) -> bool:
-    return python is None or python in release.python
+@dataclass(frozen=True)
+class _Choice:
+    variant: str
+    why: str
+    warnings: tuple[str, ...] = ()
 
 
-def _usable_cuda(release: Release, target: InstallTarget) -> tuple[str, str] | None:
-    """The newest CUDA of `release` whose driver minimum `target`'s driver meets, with why."""
-    driver = parse_version(target.driver_version)
-    if driver is None:
-        return None
-    for cuda in sorted(release.cuda, key=Version, reverse=True):
-        minimum = knowledge.driver_minimum(cuda, target.os)
-        if minimum is None:
-            continue
-        floor = minimum.compat or minimum.toolkit
-        if floor is not None and driver >= floor:
-            how = (
-                "natively"
-                if minimum.toolkit is not None and driver >= minimum.toolkit
-                else f"through minor-version compatibility (>= {floor})"
+def _cuda_key(variant: str) -> tuple[int, ...]:
+    cuda = variant_cuda(variant)
+    return tuple(int(p) for p in cuda.split(".")) if cuda else (0,)
+
+
+def _gpu_coverage(release: Release, variant: str, target: InstallTarget) -> list[str]:
+    """The GPUs `variant` of `release` cannot serve, each with why; empty when all are served."""
+    arch = arch_list(release, variant, target.platform)
+    if arch is None:
+        return []  # no list in the data: the driver decides alone (said in a warning)
+    missing = []
+    for i, capability in enumerate(target.gpu_capabilities):
+        found = coverage(arch, capability)
+        if found.kind == "none":
+            missing.append(target.gpu_label(i))
+    return missing
+
+
+def _ptx_only(release: Release, variant: str, target: InstallTarget) -> list[str]:
+    arch = arch_list(release, variant, target.platform)
+    if arch is None:
+        return []
+    return [
+        target.gpu_label(i)
+        for i, capability in enumerate(target.gpu_capabilities)
+        if coverage(arch, capability).kind == "ptx"
+    ]
+
+
+def _driver_words(target: InstallTarget) -> str:
+    native = target.driver_cuda or native_cuda(target.driver_version, target.os)
+    supports = f" supports CUDA <= {native}" if native else ""
+    return f"driver {target.driver_version}{supports}"
+
+
+def _gpu_words(release: Release, variant: str, target: InstallTarget, skipped: Sequence[str]) -> str:
+    if not target.gpu_capabilities:
+        return ""
+    labels = [target.gpu_label(i) for i in range(len(target.gpu_capabilities))]
+    arch = arch_list(release, variant, target.platform)
+    if arch is None:
+        return f"; the arch list of {variant} is not in envdoctor's data"
+    ptx = _ptx_only(release, variant, target)
+    names = ", ".join(labels)
+    verb = "is" if len(labels) == 1 else "are"
+    where = f"in {variant}'s arch list" if not ptx else f"served by {variant}'s PTX (JIT-compiled)"
+    lacking = f" ({' and '.join(skipped)} lack it)" if skipped else ""
+    return f"; {names} {verb} {where}{lacking}"
+
+
+def _choose_cuda(release: Release, target: InstallTarget) -> _Choice | str:
+    """The newest CUDA variant the driver runs whose arch list serves every GPU, or why none does."""
+    builds = release.builds(target.platform)
+    assert builds is not None
+    variants = sorted((v for v in builds.variants if v.startswith("cu")), key=_cuda_key, reverse=True)
+    if not variants:
+        return f"torch {release.torch} has no CUDA build for {target.platform}"
+    judged: list[tuple[str, DriverSupport, list[str]]] = []
+    for variant in variants:
+        support = driver_support(variant, target.driver_version, target.os, target.driver_cuda)
+        missing = _gpu_coverage(release, variant, target)
+        # PTX needs a driver at least as new as the toolkit: minor-version compatibility is not enough.
+        if support.kind == "compat":
+            missing += [g for g in _ptx_only(release, variant, target) if g not in missing]
+        judged.append((variant, support, missing))
+    for wanted in ("native", "compat"):
+        if wanted == "compat" and target.native_only:
+            break
+        skipped: list[str] = []
+        for variant, support, missing in judged:
+            if missing and support.runs:
+                skipped.append(variant)
+            if support.kind != wanted or missing:
+                continue
+            warnings: list[str] = []
+            why = _driver_words(target)
+            if wanted == "compat":
+                why += f" and runs {variant} through minor-version compatibility (>= {support.floor})"
+                warnings.append(
+                    f"driver {target.driver_version} predates CUDA {support.cuda} (native from "
+                    f"{support.native}): precompiled kernels run, but PTX JIT, torch.compile/Triton "
+                    "and newer-driver APIs can fail. Upgrade the driver to >= "
+                    f"{support.native} to run {variant} natively."
+                )
+            if support.caveat:
+                warnings.append(support.caveat)
+            why += f" -> {variant}" + _gpu_words(release, variant, target, skipped)
+            return _Choice(variant, why, tuple(warnings))
+    return _no_cuda_fit(release, target, judged)
+
+
+def _no_cuda_fit(
+    release: Release, target: InstallTarget, judged: list[tuple[str, DriverSupport, list[str]]]
+) -> str:
+    usable = ("native",) if target.native_only else ("native", "compat")
+    running = [(v, s, m) for v, s, m in judged if s.kind in usable]
+    if not running:
+        how = " natively" if target.native_only else ""
+        needs = ", ".join(f"{v} >= {s.native if target.native_only else s.floor}" for v, s, _ in judged)
+        return (
+            f"torch {release.torch}: {_driver_words(target)}, too old to run its CUDA builds{how} ({needs})"
+        )
+    gpus = sorted({g for _, _, missing in running for g in missing})
+    return f"torch {release.torch}: no build this driver runs includes {', '.join(gpus)}"
+
+
+def _explicit_variant(release: Release, target: InstallTarget) -> _Choice | str:
+    variant = target.variant
+    assert variant is not None
+    builds = release.builds(target.platform)
+    assert builds is not None
+    if variant not in builds.variants:
+        return f"torch {release.torch} has no {variant} build for {target.platform}"
+    warnings: list[str] = []
+    why = f"{variant} as asked"
+    if variant.startswith("cu"):
+        support = driver_support(variant, target.driver_version, target.os, target.driver_cuda)
+        if target.driver_version is None and support.floor is not None:
+            native = f" (>= {support.native} natively)" if support.native != support.floor else ""
+            warnings.append(f"NVIDIA driver unknown: {variant} needs >= {support.floor}{native}")
+        if support.kind == "too_old":
+            warnings.append(
+                f"driver {target.driver_version} is too old for {variant}: it needs >= {support.floor}"
             )
-            return cuda, f"driver {target.driver_version} runs CUDA {cuda} {how}"
-    return None
+        elif support.kind == "compat":
+            warnings.append(
+                f"driver {target.driver_version} runs {variant} only through minor-version "
+                f"compatibility; >= {support.native} runs it natively"
+            )
+        if support.caveat:
+            warnings.append(support.caveat)
+        missing = _gpu_coverage(release, variant, target)
+        if missing:
+            warnings.append(
+                f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not in {variant}'s arch "
+                f"list for torch {release.torch}: CUDA kernels will fail with 'no kernel image is "
+                "available for execution on the device'"
+            )
+        elif target.gpu_capabilities:
+            why += _gpu_words(release, variant, target, ())
+    elif variant.startswith("rocm"):
+        warnings.append(
+            f"{variant} builds need an AMD GPU supported by ROCm {variant[4:]}; envdoctor does not "
+            "check AMD GPUs"
+        )
+    return _Choice(variant, why, tuple(warnings))
 
 
-def _candidates(target: InstallTarget) -> tuple[Release, ...]:
+def _wants_cuda(target: InstallTarget) -> bool:
+    if target.want_cuda is not None:
+        return target.want_cuda and target.os != "macos"
+    return target.driver_version is not None and target.os != "macos"
+
+
+def _cpu_why(target: InstallTarget) -> str:
+    if target.variant == "cpu" or target.want_cuda is False:
+        return "the CPU build, as asked"
+    if target.os == "macos":
+        return "macOS: the default build (CPU, and MPS on Apple silicon)"
+    return "no NVIDIA GPU with a working driver -> the CPU build"
+
+
+def _choose(release: Release, target: InstallTarget) -> _Choice | str:
+    if target.variant is not None and target.variant != "cpu":
+        return _explicit_variant(release, target)
+    if target.variant == "cpu" or not _wants_cuda(target):
+        builds = release.builds(target.platform)
+        if builds is None or "cpu" not in builds.variants:
+            return f"torch {release.torch} has no CPU build for {target.platform}"
+        return _Choice("cpu", _cpu_why(target))
+    return _choose_cuda(release, target)
+
+
+def candidates(target: InstallTarget) -> tuple[Release, ...]:
+    """The releases the planner may pick from, newest first."""
     newest_first = tuple(reversed(knowledge.releases()))
     if target.torch is None:
         return newest_first
-    wanted = parse_version(target.torch)
-    return tuple(r for r in newest_first if wanted is not None and r.version == wanted)
+    wanted = knowledge.resolve_release(target.torch)
+    return (wanted,) if wanted is not None else ()
+
+
+def _release_problem(release: Release, target: InstallTarget) -> str | None:
+    builds = release.builds(target.platform)
+    if builds is None:
+        return f"torch {release.torch} has no wheels for {target.platform}"
+    if target.python is not None and target.python not in release.python_for(target.platform):
+        return f"torch {release.torch} has no wheels for Python {target.python}"
+    return None
 
 
 def plan(target: InstallTarget) -> InstallPlan:
-    candidates = _candidates(target)
-    if not candidates:
+    found = candidates(target)
+    if not found:
+        newest = plan(replace(target, torch=None))
+        fallback = (
+            f"the newest release in envdoctor's data that fits: torch {newest.torch} ({newest.variant}), "
+            f"--torch {newest.torch}; for torch {target.torch} itself see {GET_STARTED}"
+        )
         return InstallPlan(
             None,
             None,
             None,
             None,
-            f"torch {target.torch} is not in envdoctor's data yet (data as of {knowledge.releases_as_of()})",
+            f"torch {target.torch} is not in envdoctor's data yet (data as of "
+            f"{knowledge.releases_as_of()}); known releases: {knowledge.releases()[0].torch} to "
+            f"{knowledge.releases()[-1].torch}",
+            suggestions=(fallback,) if newest.possible else (),
         )
-    wants_cuda = target.want_cuda
-    if wants_cuda is None:
-        wants_cuda = target.driver_version is not None and target.os != "macos"
     notes: list[str] = []
-    for release in candidates:
-        if not _fits_python(release, target.python):
-            notes.append(f"torch {release.torch} has no wheels for Python {target.python}")
+    for release in found:
+        problem = _release_problem(release, target)
+        if problem is not None:
+            notes.append(problem)
             continue
-        if not wants_cuda:
-            why = "no NVIDIA GPU with a working driver" if target.os != "macos" else "macOS"
-            return _plan_for(release, "cpu", f"{why} -> the CPU build", target)
-        usable = _usable_cuda(release, target)
-        if usable is not None:
-            cuda, why = usable
-            return _plan_for(release, knowledge.cuda_variant(cuda), f"{why}", target)
-        notes.append(f"torch {release.torch}: the driver is too old for CUDA {', '.join(release.cuda)}")
-    return InstallPlan(
-        None,
-        None,
-        None,
-        None,
-        "no torch release fits: " + "; ".join(dict.fromkeys(notes)) if notes else "no release fits",
-    )
+        choice = _choose(release, target)
+        if isinstance(choice, str):
+            notes.append(choice)
+            continue
+        return _plan_for(release, choice, target)
+    return _impossible(target, notes)
 
 
-def _plan_for(release: Release, variant: str, why: str, target: InstallTarget) -> InstallPlan:
-    packages = [f"torch=={release.torch}"]
-    if release.torchvision:
-        packages.append(f"torchvision=={release.torchvision}")
-    # From 2.8 the official selector installs torch and torchvision only.
-    if release.torchaudio and release.version < Version("2.8"):
-        packages.append(f"torchaudio=={release.torchaudio}")
-    argv = [*target.python_launcher, "install", *packages]
-    if target.os != "macos":
-        argv += ["--index-url", f"{WHEEL_INDEX}/{variant}"]
-    command = join(argv, target.os)
+def _summarise(notes: list[str]) -> str:
+    """The newest release's reason, and how many older ones were tried: one or two lines, not thirty."""
+    unique = list(dict.fromkeys(notes))
+    if len(unique) <= 2:
+        return "; ".join(unique)
+    return f"{unique[0]}; {len(notes) - 1} older releases do not fit either"
+
+
+def _impossible(target: InstallTarget, notes: list[str]) -> InstallPlan:
+    reason = "no torch build fits: " + _summarise(notes) if notes else "no torch build fits"
+    return InstallPlan(None, None, None, None, reason, suggestions=tuple(_suggestions(target)))
+
+
+def _suggestions(target: InstallTarget) -> list[str]:
+    """What to change when nothing fits: another torch, a newer driver, or the CPU build."""
+    found: list[str] = []
+    if target.torch is not None:
+        other = plan(replace(target, torch=None))
+        if other.possible:
+            found.append(
+                f"use torch {other.torch} ({other.variant}), the newest that fits: --torch {other.torch}"
+            )
+    wants_gpu = target.variant is None and _wants_cuda(target) and target.driver_version is not None
+    if wants_gpu:
+        upgrade = _driver_upgrade(target)
+        if upgrade is not None:
+            found.append(upgrade)
+        tegra = [target.gpu_label(i) for i, c in enumerate(target.gpu_capabilities) if is_tegra(c)]
+        if tegra and upgrade is None:
+            found.append(
+                f"{', '.join(tegra)}: a Jetson/Tegra GPU runs only kernels built for its own compute "
+                "capability, and PyTorch's wheels include none; use a build made for JetPack"
+            )
+    if target.variant != "cpu":
+        cpu = plan(replace(target, variant="cpu", want_cuda=False))
+        if cpu.possible:
+            found.append(f"the CPU build: --cuda cpu (torch {cpu.torch})")
+    return found
+
+
+def _driver_upgrade(target: InstallTarget) -> str | None:
+    """The newest build that serves every GPU whatever the driver, and the driver it needs."""
+    for release in candidates(target):
+        if _release_problem(release, target) is not None:
+            continue
+        builds = release.builds(target.platform)
+        assert builds is not None
+        needs: list[tuple[DriverVersion, str]] = []
+        for variant in (v for v in builds.variants if v.startswith("cu")):
+            if _gpu_coverage(release, variant, target):
+                continue
+            need = driver_support(variant, "0", target.os)
+            floor = need.native if target.native_only or _ptx_only(release, variant, target) else need.floor
+            if floor is not None:
+                needs.append((floor, variant))
+        if needs:
+            floor, variant = min(needs)
+            return f"upgrade the NVIDIA driver to >= {floor} for torch {release.torch} ({variant})"
+    return None
+
+
+def _plan_for(release: Release, choice: _Choice, target: InstallTarget) -> InstallPlan:
+    warnings = list(choice.warnings)
+    arch = arch_list(release, choice.variant, target.platform)
+    if arch is not None and arch.inferred and target.gpu_capabilities:
+        warnings.append(
+            f"no published arch list for torch {release.torch} in envdoctor's data: {choice.variant}'s "
+            "is taken from the previous release"
+        )
+    if choice.variant.startswith("cu") and target.gpu_capabilities and arch is None:
+        warnings.append(f"envdoctor has no arch list for torch {release.torch} {choice.variant}")
+    if choice.variant.startswith("cu") and not target.gpu_capabilities:
+        checked = "the choice follows the driver only" if target.variant is None else "not checked"
+        warnings.append(f"GPU architecture unknown: {checked} (pass --gpu NAME or sm_XY)")
+    packages = knowledge.command_packages(release)
+    if "torchaudio" in packages and release.torchaudio is None:
+        warnings.append(f"no torchaudio release is known for torch {release.torch}")
+    elif "torchaudio" not in packages and release.torchaudio is not None:
+        warnings.append(
+            f"torchaudio=={release.torchaudio} matches this torch; the official command leaves it "
+            "out from 2.8, add it if you need it"
+        )
+    commands = _commands(release, choice.variant, target, warnings)
     return InstallPlan(
         torch=release.torch,
         torchvision=release.torchvision,
         torchaudio=release.torchaudio,
-        variant=variant,
-        reason=f"{why} -> torch {release.torch} ({variant})",
-        commands=(PlannedCommand("pip", command),),
+        variant=choice.variant,
+        reason=f"{choice.why} -> torch {release.torch} ({choice.variant})",
+        commands=tuple(commands),
+        warnings=tuple(dict.fromkeys(warnings)),
+        suggestions=tuple(_conda_alternative(release, target)),
     )
+
+
+def _uninstall_first(release: Release, variant: str, target: InstallTarget) -> PlannedCommand | None:
+    """pip treats an installed 2.5.1+cpu as satisfying torch==2.5.1: remove it before a variant swap."""
+    installed = target.installed_torch
+    if not installed:
+        return None
+    public, _, label = installed.partition("+")
+    if public != release.torch or label == variant:
+        return None
+    argv = [*target.python_launcher, "uninstall", "-y", "torch", "torchvision", "torchaudio"]
+    return PlannedCommand("pip", join(argv, target.os))
+
+
+def _commands(
+    release: Release, variant: str, target: InstallTarget, warnings: list[str]
+) -> list[PlannedCommand]:
+    index = choose_index(release, variant, target.platform, target.mirror, warnings)
+    if target.manager == "uv":
+        return uv_commands(release, variant, index, target.os)
+    if target.manager == "conda":
+        found = conda_command(release, variant, target.platform, target.os)
+        if found is not None:
+            if variant.startswith("cu") and target.mirror is not None:
+                warnings.append(
+                    "with an Anaconda mirror as channel_alias, '-c nvidia' fails: mirrors do not carry "
+                    "the nvidia channel (mirror_facts.md P5); keep channel_alias at its default"
+                )
+            return [found]
+        warnings.append(_conda_missing(release, variant, target.platform))
+    commands = []
+    first = _uninstall_first(release, variant, target)
+    if first is not None:
+        commands.append(first)
+    commands.append(pip_command(release, variant, index, target.python_launcher, target.os))
+    return commands
+
+
+def _conda_missing(release: Release, variant: str, platform: str) -> str:
+    last = conda.last_release()
+    if release.version > Version(last):
+        why = f"the pytorch conda channel stops at {last} ({CONDA_CUTOFF_ISSUE})"
+    else:
+        why = f"the pytorch conda channel has no {variant} build of torch {release.torch} for {platform}"
+    return (
+        f"{why}: inside your conda environment, install with pip (the command below); conda-forge's "
+        "'pytorch'/'pytorch-gpu' are community builds with their own versions"
+    )
+
+
+def _conda_alternative(release: Release, target: InstallTarget) -> list[str]:
+    """For conda users past the cut-off: the newest release still on the channel, if it fits."""
+    if target.manager != "conda" or conda.conda_spec(release, "cpu", target.platform) is not None:
+        return []
+    last = conda.last_release()
+    if target.torch is not None or release.version <= Version(last):
+        return []
+    older = plan(replace(target, torch=last))
+    conda_only = [c for c in older.commands if c.manager == "conda"]
+    if not conda_only:
+        return []
+    return [
+        f"conda packages only: torch {older.torch} ({older.variant}), the last on the channel: "
+        + conda_only[0].command
+    ]

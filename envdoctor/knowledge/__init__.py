@@ -34,6 +34,15 @@ def parse_version(text: str | None) -> Version | None:
 
 
 @dataclass(frozen=True)
+class PlatformBuilds:
+    """What one release ships for one platform ("linux-x86_64", "windows-x86_64", "macos-arm64", ...)."""
+
+    variants: tuple[str, ...]  # "cpu", "cu126", "rocm6.2", ...
+    pypi: str  # the variant plain `pip install torch` gives there
+    python: tuple[str, ...] | None = None  # when it differs from the release's list
+
+
+@dataclass(frozen=True)
 class Release:
     torch: str
     torchvision: str | None
@@ -42,14 +51,37 @@ class Release:
     rocm: tuple[str, ...]
     python: tuple[str, ...]  # "3.11", ...
     pypi_linux_x86_64_default: str  # the variant plain `pip install torch` gives on Linux x86_64
+    platforms: tuple[tuple[str, PlatformBuilds], ...] = ()
 
     @property
     def version(self) -> Version:
         return Version(self.torch)
 
     @property
+    def series(self) -> str:
+        """ "2.5" for 2.5.1."""
+        return f"{self.version.major}.{self.version.minor}"
+
+    @property
     def cuda_variants(self) -> tuple[str, ...]:
         return tuple(cuda_variant(c) for c in self.cuda)
+
+    @property
+    def variants(self) -> tuple[str, ...]:
+        """Every variant of the release on any platform, "cpu" first."""
+        found: dict[str, None] = {}
+        for _, builds in self.platforms:
+            found.update(dict.fromkeys(builds.variants))
+        return tuple(found)
+
+    def builds(self, platform: str) -> PlatformBuilds | None:
+        return dict(self.platforms).get(platform)
+
+    def python_for(self, platform: str) -> tuple[str, ...]:
+        builds = self.builds(platform)
+        if builds is None:
+            return ()
+        return builds.python if builds.python is not None else self.python
 
 
 def cuda_variant(cuda: str) -> str:
@@ -79,6 +111,17 @@ def releases() -> tuple[Release, ...]:
             rocm=tuple(row["rocm"]),
             python=tuple(row["python"]),
             pypi_linux_x86_64_default=row["pypi_linux_x86_64_default"],
+            platforms=tuple(
+                (
+                    name,
+                    PlatformBuilds(
+                        variants=tuple(builds["variants"]),
+                        pypi=builds["pypi"],
+                        python=tuple(builds["python"]) if "python" in builds else None,
+                    ),
+                )
+                for name, builds in row.get("platforms", {}).items()
+            ),
         )
         for row in rows
     ]
@@ -106,6 +149,99 @@ def release_series(version: str) -> tuple[Release, ...]:
     if wanted is None:
         return ()
     return tuple(r for r in releases() if r.version.release[:2] == wanted.release[:2])
+
+
+def resolve_release(text: str) -> Release | None:
+    """ "2.5.1" exactly, or "2.5" as the newest known patch release of that series."""
+    wanted = parse_version(text.split("+", 1)[0])
+    if wanted is None:
+        return None
+    if len(wanted.release) != 2:
+        return release(text)
+    series = [r for r in releases() if r.version.release[:2] == wanted.release[:2]]
+    return series[-1] if series else None
+
+
+# Machine names as platform.machine() spells them, per OS, to the knowledge base's platform keys.
+_MACHINES = {
+    "x86_64": "x86_64",
+    "amd64": "x86_64",
+    "x64": "x86_64",
+    "aarch64": "aarch64",
+    "arm64": "arm64",
+    "armv8": "aarch64",
+}
+
+
+def platform_key(os_name: str, machine: str) -> str:
+    """ "linux-x86_64", "linux-aarch64", "windows-x86_64", "macos-arm64" from an OS and a machine name."""
+    arch = _MACHINES.get(machine.lower(), machine.lower())
+    if os_name == "linux" and arch == "arm64":
+        arch = "aarch64"
+    if os_name == "macos" and arch == "aarch64":
+        arch = "arm64"
+    return f"{os_name}-{arch}"
+
+
+def known_platforms() -> tuple[str, ...]:
+    found: dict[str, None] = {}
+    for row in releases():
+        found.update(dict.fromkeys(name for name, _ in row.platforms))
+    return tuple(found)
+
+
+def platform_source(platform: str) -> str | None:
+    sources = load_table("releases.json").get("platform_sources", {})
+    text = sources.get(platform)
+    return str(text) if text else None
+
+
+@dataclass(frozen=True)
+class PipForm:
+    """How the official pip command of a release names its index and pins (previous-versions page)."""
+
+    index_option: str  # "--index-url" (2.0+) or "--extra-index-url" (1.12-1.13)
+    local_label_pins: tuple[str, ...]  # packages pinned with "+cu117" in that form
+
+
+def _in_range(version: Version, row: dict[str, Any]) -> bool:
+    low = Version(row["from"])
+    high = Version(row["to"]) if row.get("to") else None
+    return version >= low and (high is None or version <= high)
+
+
+def pip_form(row: Release) -> PipForm:
+    for form in load_table("releases.json")["pip_command_forms"]:
+        if _in_range(row.version, form):
+            return PipForm(form["index_option"], tuple(form["local_label_pins"]))
+    return PipForm("--index-url", ())  # newer than the data: the current form
+
+
+def command_packages(row: Release) -> tuple[str, ...]:
+    """The packages the official command installs for this release (torchaudio left out from 2.8)."""
+    for entry in load_table("releases.json")["command_packages"]:
+        if _in_range(row.version, entry):
+            return tuple(entry["packages"])
+    return ("torch", "torchvision")
+
+
+def pypi_plain(row: Release, platform: str, variant: str) -> bool:
+    """Whether the official command for `variant` is a plain PyPI install (no index named).
+
+    That is where PyPI's wheel is that variant, except CUDA on the platforms where the selector
+    names the index anyway (Linux aarch64).
+    """
+    builds = row.builds(platform)
+    if builds is None or builds.pypi != variant:
+        return False
+    always = load_table("releases.json").get("cuda_index_always_named", {}).get("platforms", ())
+    return not (variant.startswith("cu") and platform in always)
+
+
+def python_versions() -> tuple[str, ...]:
+    """Every Python minor version some known release has wheels for, oldest first."""
+    found = {p for row in releases() for p in row.python}
+    return tuple(sorted(found, key=Version))
 
 
 class DriverVersion(Version):

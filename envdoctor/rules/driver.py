@@ -100,7 +100,11 @@ def _minor_compat(ctx: RuleContext) -> Iterator[Hit]:
         return
     torch = ctx.need(TorchFacts)
     fixes = [driver_fix(ctx, str(verdict.native))]
-    matching = planned_fix(ctx, "Install the build that matches the driver", want_cuda=True)
+    # Same torch, the variant this driver runs natively: the fix must not be the MVC build again.
+    same = (torch.version or "").split("+", 1)[0] or None
+    matching = planned_fix(
+        ctx, "Install the build that matches the driver", want_cuda=True, torch=same, native_only=True
+    )
     if matching is not None:
         fixes.append(matching)
     detail = (

@@ -6,6 +6,7 @@ from envdoctor import install
 from envdoctor.model import Fix
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.python_env import PythonFacts
+from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import RuleContext
 
 NVIDIA_DRIVERS = "https://www.nvidia.com/Download/index.aspx"
@@ -13,22 +14,30 @@ GET_STARTED = "https://pytorch.org/get-started/locally/"
 
 
 def install_target(
-    ctx: RuleContext, want_cuda: bool | None = None, torch: str | None = None
+    ctx: RuleContext,
+    want_cuda: bool | None = None,
+    torch: str | None = None,
+    native_only: bool = False,
 ) -> install.InstallTarget:
     """This machine, as the planner sees it; pip runs through the examined interpreter."""
     nvml = ctx.get(NvmlFacts)
     python = ctx.get(PythonFacts)
-    driver = nvml.driver_version if nvml is not None and nvml.working else None
-    capabilities = tuple(g.capability for g in nvml.gpus if g.capability) if nvml else ()
+    installed = ctx.get(TorchFacts)
+    working = nvml is not None and nvml.working
+    gpus = [g for g in nvml.gpus if g.capability] if nvml is not None and working else []
     return install.InstallTarget(
         os=ctx.platform.os,
         machine=ctx.platform.machine,
         python=python.minor if python else None,
-        driver_version=driver,
-        gpu_capabilities=capabilities,
+        driver_version=nvml.driver_version if nvml is not None and working else None,
+        driver_cuda=nvml.driver_cuda if nvml is not None and working else None,
+        gpu_capabilities=tuple(g.capability for g in gpus if g.capability),
+        gpu_names=tuple(g.name or f"GPU{g.index}" for g in gpus),
         torch=torch,
         want_cuda=want_cuda,
         python_launcher=(ctx.interpreter.path, "-m", "pip"),
+        installed_torch=(installed.version or installed.dist_version) if installed else None,
+        native_only=native_only,
     )
 
 

@@ -1,0 +1,203 @@
+"""`envdoctor install` options -> a checked request. Contradictions among the given values are usage
+errors (one line naming what is valid, exit 2); what merely does not fit the machine is the planner's
+business (exit 1)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from envdoctor import knowledge
+from envdoctor.knowledge import Release, mirrors, parse_driver, parse_version
+from envdoctor.knowledge.archs import Capability
+from envdoctor.knowledge.gpus import GpuSpec, parse_gpu
+
+OS_NAMES = {
+    "linux": "linux",
+    "windows": "windows",
+    "win": "windows",
+    "win32": "windows",
+    "macos": "macos",
+    "mac": "macos",
+    "osx": "macos",
+    "darwin": "macos",
+}
+ARCH_NAMES = ("x86_64", "amd64", "aarch64", "arm64")
+_PYTHON_VERSION = re.compile(r"^3\.\d{1,2}(\.\d+)?$|^2\.\d+(\.\d+)?$")
+_CUDA_VERSION = re.compile(r"^(\d{1,2})\.(\d)(\.\d+)?$")
+_CU_VARIANT = re.compile(r"^cu\d{3,4}$")
+_ROCM_VARIANT = re.compile(r"^rocm\d+\.\d+(\.\d+)?$")
+
+
+class RequestError(Exception):
+    """A bad option value or a contradiction among given values: one line for the user."""
+
+
+@dataclass(frozen=True)
+class Given:
+    """The raw option values; None means "not given"."""
+
+    torch: str | None = None
+    cuda: str | None = None
+    os: str | None = None
+    arch: str | None = None
+    python: str | None = None
+    driver: str | None = None
+    gpus: tuple[str, ...] = ()
+    manager: str | None = None  # None: pip
+    mirror: str | None = None
+
+
+def looks_like_python_version(text: str) -> bool:
+    return bool(_PYTHON_VERSION.match(text.strip()))
+
+
+def parse_os(text: str) -> str:
+    found = OS_NAMES.get(text.strip().lower())
+    if found is None:
+        raise RequestError(f"--os {text}: expected linux, windows or macos")
+    return found
+
+
+def parse_arch(text: str) -> str:
+    value = text.strip().lower()
+    if value not in ARCH_NAMES:
+        raise RequestError(f"--arch {text}: expected one of {', '.join(ARCH_NAMES)}")
+    return value
+
+
+def parse_variant(text: str) -> str | None:
+    """None for "auto"; "cpu", "cu124" (from 12.4 or cu124) or "rocm6.2" otherwise."""
+    value = text.strip().lower()
+    if value in ("auto", ""):
+        return None
+    if value == "cpu":
+        return "cpu"
+    match = _CUDA_VERSION.match(value)
+    if match:
+        return f"cu{match.group(1)}{match.group(2)}"
+    if _CU_VARIANT.match(value) or _ROCM_VARIANT.match(value):
+        return value
+    raise RequestError(
+        f"--cuda {text}: expected auto, cpu, a CUDA version such as 12.4, a variant such as cu124, or rocmX.Y"
+    )
+
+
+def parse_release(text: str) -> Release:
+    if parse_version(text.split("+", 1)[0]) is None:
+        raise RequestError(f"--torch {text}: expected a version such as 2.5.1 or 2.5")
+    found = knowledge.resolve_release(text)
+    if found is None:
+        known = knowledge.releases()
+        raise RequestError(
+            f"--torch {text}: not in envdoctor's data yet (data as of {knowledge.releases_as_of()}); "
+            f"known releases: {known[0].torch} to {known[-1].torch} "
+            "(leave --torch out for the newest that fits)"
+        )
+    return found
+
+
+def parse_python(text: str) -> str:
+    """ "3.11" from "3.11" or "3.11.4"; RequestError when no known release has wheels for it."""
+    minor = ".".join(text.strip().split(".")[:2])
+    known = knowledge.python_versions()
+    if minor not in known:
+        raise RequestError(
+            f"--python {text}: no torch release in envdoctor's data has wheels for Python {minor}; "
+            f"expected {known[0]} to {known[-1]} (or the path of an interpreter)"
+        )
+    return minor
+
+
+def parse_driver_option(text: str) -> str:
+    if parse_driver(text.strip()) is None or not text.strip()[:1].isdigit():
+        raise RequestError(f"--driver {text}: expected an NVIDIA driver version such as 535.104.05")
+    return text.strip()
+
+
+def parse_gpu_option(text: str) -> GpuSpec:
+    found = parse_gpu(text)
+    if found is None:
+        raise RequestError(
+            f"--gpu {text}: not a GPU name envdoctor knows nor a compute capability; expected e.g. "
+            "'RTX 3090', 'H100', sm_86 or 8.6"
+        )
+    return found
+
+
+def check_mirror(text: str) -> str:
+    value = text.strip()
+    if "/" in value or "." in value:
+        return value
+    names = mirrors.pytorch_wheel_mirror_names()
+    if value.lower() not in names:
+        raise RequestError(f"--mirror {text}: expected one of {', '.join(names)}, or an index URL")
+    return value.lower()
+
+
+def _span(values: tuple[str, ...]) -> str:
+    return f"{values[0]}-{values[-1]}" if len(values) > 1 else values[0]
+
+
+def check_combination(
+    release: Release | None,
+    variant: str | None,
+    platform: str,
+    python: str | None,
+    os_name: str,
+    cuda_text: str | None = None,
+    platform_given: bool = True,
+) -> None:
+    """Given values that can never go together: torch x platform x Python x variant."""
+    shown = cuda_text if cuda_text is None or cuda_text.lower() == variant else f"{cuda_text} ({variant})"
+    if os_name == "macos" and variant is not None and variant != "cpu":
+        raise RequestError(f"--cuda {shown}: macOS has no CUDA or ROCm builds; expected cpu or auto")
+    if variant is not None and variant.startswith("rocm") and platform != "linux-x86_64":
+        raise RequestError(f"--cuda {shown}: ROCm builds exist for Linux x86_64 only")
+    if release is not None:
+        builds = release.builds(platform)
+        if builds is None:
+            where = ", ".join(name for name, _ in release.platforms)
+            raise RequestError(f"torch {release.torch} has no wheels for {platform}; it has them for {where}")
+        if variant is not None and variant not in builds.variants:
+            raise RequestError(
+                f"--cuda {shown}: torch {release.torch} has no {variant} build for {platform}; its "
+                f"builds there: {', '.join(builds.variants)}"
+            )
+        pythons = release.python_for(platform)
+        if python is not None and python not in pythons:
+            raise RequestError(
+                f"--python {python}: torch {release.torch} has wheels for Python {_span(pythons)} "
+                f"on {platform}"
+            )
+        return
+    if variant is not None:
+        offered = [r for r in knowledge.releases() if (b := r.builds(platform)) and variant in b.variants]
+        if not offered:
+            known = sorted(
+                {
+                    v
+                    for r in knowledge.releases()
+                    if (b := r.builds(platform))
+                    for v in b.variants
+                    if v != "cpu"
+                }
+            )
+            raise RequestError(
+                f"--cuda {shown}: no torch release in envdoctor's data has a {variant} build for "
+                f"{platform}; known: cpu, {', '.join(known)}"
+            )
+        if python is not None and not any(python in r.python_for(platform) for r in offered):
+            raise RequestError(
+                f"--python {python} --cuda {shown}: no release with a {variant} build has wheels for "
+                f"Python {python}; releases {offered[0].torch}-{offered[-1].torch} have it"
+            )
+    if platform_given and not any(r.builds(platform) for r in knowledge.releases()):
+        raise RequestError(
+            f"no torch release in envdoctor's data has wheels for {platform}; known: "
+            f"{', '.join(knowledge.known_platforms())}"
+        )
+
+
+def gpu_capabilities(specs: tuple[GpuSpec, ...]) -> tuple[Capability, ...]:
+    return tuple(s.capability for s in specs)

@@ -1,0 +1,186 @@
+"""`envdoctor install` end to end, without the CLI: options + what this machine shows -> a planner target
+and the list of inputs (each value with where it came from), then the plan."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from envdoctor import knowledge
+from envdoctor.host.base import Host
+from envdoctor.install import InstallPlan, InstallTarget, plan
+from envdoctor.install_commands import MirrorChoice, resolve_mirror
+from envdoctor.install_detect import Detected, detect
+from envdoctor.install_request import (
+    Given,
+    RequestError,
+    check_combination,
+    check_mirror,
+    looks_like_python_version,
+    parse_arch,
+    parse_driver_option,
+    parse_gpu_option,
+    parse_os,
+    parse_python,
+    parse_release,
+    parse_variant,
+)
+from envdoctor.knowledge import mirrors
+from envdoctor.knowledge.archs import sm
+from envdoctor.knowledge.gpus import GpuSpec
+
+_DEFAULT_MACHINE = {"linux": "x86_64", "windows": "x86_64", "macos": "arm64"}
+
+
+@dataclass(frozen=True)
+class Input:
+    """One line of "what was detected vs given"."""
+
+    name: str
+    value: str
+    origin: str  # "given", "detected", "default", or "detected (...)"
+
+
+@dataclass(frozen=True)
+class Session:
+    target: InstallTarget
+    inputs: tuple[Input, ...]
+    plan: InstallPlan
+
+
+def _machine(given_arch: str | None, os_name: str, local_os: str, local_machine: str) -> tuple[str, str]:
+    if given_arch is not None:
+        return given_arch, "given"
+    if os_name == local_os:
+        return local_machine, "detected"
+    return _DEFAULT_MACHINE[os_name], "default"
+
+
+def _mirror(given: str | None, detected: Detected, looked: bool) -> tuple[MirrorChoice | None, Input]:
+    if given is not None:
+        return resolve_mirror(given, "given"), Input("Mirror", given, "given")
+    index = detected.pip_index
+    if index is None:
+        return None, Input("Mirror", "none (PyPI's default index)", "detected" if looked else "default")
+    known = mirrors.recognise(index.url)
+    pypi = mirrors.pypi_default_url()
+    if pypi is not None and index.url.rstrip("/") == pypi.rstrip("/"):
+        return None, Input("Mirror", "none (PyPI's default index)", f"detected ({index.where})")
+    choice = resolve_mirror(index.url, "detected")
+    if known is not None and known.kind == "pytorch-wheels":
+        # pip is pointed at a PyTorch index: a command relying on the default index would get that
+        # index's build (often /whl/cpu), so every command names its index.
+        wheels = None if known.name == "official-pytorch" else known
+        choice = MirrorChoice(index.url, "detected", None, wheels, known)
+    label = index.url if known is None else f"{known.title} ({index.url})"
+    return choice, Input("Mirror", label, f"detected ({index.where})")
+
+
+def build(given: Given, host: Host) -> tuple[InstallTarget, tuple[Input, ...]]:
+    """Check the options, detect what they leave open, and assemble the planner's target."""
+    os_given = parse_os(given.os) if given.os else None
+    arch_given = parse_arch(given.arch) if given.arch else None
+    release = parse_release(given.torch) if given.torch else None
+    variant = parse_variant(given.cuda) if given.cuda else None
+    python_version = interpreter = None
+    launcher: tuple[str, ...] = ("pip3",)
+    if given.python:
+        if looks_like_python_version(given.python):
+            python_version = parse_python(given.python)
+        else:
+            interpreter = given.python
+    driver = parse_driver_option(given.driver) if given.driver else None
+    gpus: tuple[GpuSpec, ...] = tuple(parse_gpu_option(g) for g in given.gpus)
+    mirror_given = check_mirror(given.mirror) if given.mirror else None
+
+    local = host.platform()
+    os_name = os_given or local.os
+    if os_name == "macos" and (driver or gpus):
+        raise RequestError("--driver/--gpu: macOS has no NVIDIA CUDA driver; leave them out with --os macos")
+    machine, machine_origin = _machine(arch_given, os_name, local.os, local.machine)
+    platform = knowledge.platform_key(os_name, machine)
+    check_combination(
+        release, variant, platform, python_version, os_name, given.cuda, bool(os_given or arch_given)
+    )
+
+    same_machine = platform == knowledge.platform_key(local.os, local.machine)
+    manager = given.manager or "pip"
+    want_index = same_machine and manager == "pip" and mirror_given is None
+    detected = detect(
+        host,
+        interpreter=interpreter,
+        want_python=python_version is None and (same_machine or interpreter is not None),
+        want_gpu=same_machine and not driver and not gpus and variant in (None, *_cuda_variants(variant)),
+        want_index=want_index,
+    )
+    if interpreter is not None and detected.target is None:
+        raise RequestError(f"--python {interpreter}: {detected.target_error}")
+
+    inputs = [
+        Input("OS", os_name, "given" if os_given else "detected"),
+        Input("Machine", machine, machine_origin),
+    ]
+    if python_version is not None:
+        inputs.append(Input("Python", python_version, "given"))
+    elif detected.target is not None:
+        python_version = detected.target.info.minor
+        launcher = (detected.target.interpreter.path, "-m", "pip")
+        inputs.append(Input("Python", python_version, f"detected ({detected.target.interpreter.path})"))
+    else:
+        inputs.append(Input("Python", "any", "not detected" if same_machine else "default"))
+
+    driver_cuda = None
+    names: tuple[str, ...] = tuple(g.label for g in gpus)
+    capabilities = tuple(g.capability for g in gpus)
+    nvml = detected.nvml
+    if driver is not None or gpus:
+        inputs.append(Input("NVIDIA driver", driver or "none", "given" if driver else "default"))
+    elif nvml is not None and nvml.working:
+        driver, driver_cuda = nvml.driver_version, nvml.driver_cuda
+        found = [g for g in nvml.gpus if g.capability]
+        names = tuple(g.name or f"GPU{g.index}" for g in found)
+        capabilities = tuple(g.capability for g in found if g.capability)
+        cuda = f" (CUDA {driver_cuda})" if driver_cuda else ""
+        inputs.append(Input("NVIDIA driver", f"{driver}{cuda}", "detected"))
+    elif nvml is not None:
+        inputs.append(Input("NVIDIA driver", "none working", f"detected ({nvml.status})"))
+    else:
+        inputs.append(Input("NVIDIA driver", "none", "detected" if same_machine else "default"))
+    if capabilities:
+        shown = ", ".join(f"{n} ({sm(c)})" if n != sm(c) else n for n, c in zip(names, capabilities))
+        inputs.append(Input("GPUs", shown, "given" if gpus else "detected"))
+
+    mirror, mirror_input = _mirror(mirror_given, detected, want_index)
+    inputs += [
+        Input("torch", release.torch if release else "newest that fits", "given" if release else "default"),
+        Input("CUDA", variant or "auto", "given" if given.cuda else "default"),
+        Input("Manager", manager, "given" if given.manager else "default"),
+        mirror_input,
+    ]
+    target = InstallTarget(
+        os=os_name,
+        machine=machine,
+        python=python_version,
+        driver_version=driver,
+        driver_cuda=driver_cuda,
+        gpu_capabilities=capabilities,
+        gpu_names=names,
+        torch=release.torch if release else None,
+        variant=variant,
+        manager=manager,
+        mirror=mirror,
+        python_launcher=launcher,
+    )
+    return target, tuple(inputs)
+
+
+def _cuda_variants(variant: str | None) -> tuple[str, ...]:
+    return (variant,) if variant is not None and variant.startswith("cu") else ()
+
+
+def run(given: Given, host: Host) -> Session:
+    """RequestError for bad options; otherwise a Session whose plan may still say nothing fits."""
+    target, inputs = build(given, host)
+    return Session(target, inputs, plan(target))
+
+
+__all__ = ["Given", "Input", "RequestError", "Session", "build", "run"]

@@ -1,0 +1,125 @@
+"""Which GPU architectures each torch release x variant was compiled for, and whether a GPU is covered
+(archs.json).
+
+A cubin for sm_XY runs on GPUs X.Z with Z >= Y (same major); PTX runs on any newer GPU once JIT-compiled
+by a driver at least as new as the toolkit. The integrated Tegra parts are exceptions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+from envdoctor.knowledge import Release, load_table
+
+Capability = tuple[int, int]
+
+
+def parse_capability(text: str) -> Capability | None:
+    """(8, 6) from "8.6", "sm_86", "86", "12.0" or "sm_120"."""
+    value = text.strip().lower()
+    for prefix in ("sm_", "sm", "compute_"):
+        if value.startswith(prefix):
+            value = value[len(prefix) :]
+            break
+    if "." in value:
+        major, _, minor = value.partition(".")
+        if major.isdigit() and minor.isdigit() and len(minor) == 1:
+            return int(major), int(minor)
+        return None
+    if value.isdigit() and len(value) in (2, 3):
+        return int(value[:-1]), int(value[-1])
+    return None
+
+
+def sm(capability: Capability) -> str:
+    return f"sm_{capability[0]}{capability[1]}"
+
+
+def dotted(capability: Capability) -> str:
+    return f"{capability[0]}.{capability[1]}"
+
+
+@dataclass(frozen=True)
+class ArchList:
+    """A build's TORCH_CUDA_ARCH_LIST: cubins and (Linux only) PTX."""
+
+    cubins: tuple[Capability, ...]
+    ptx: tuple[Capability, ...]
+    inferred: bool  # the data copies a neighbouring release's list
+    source: str
+
+    def describe(self) -> str:
+        parts = [sm(c) for c in self.cubins] + [f"compute_{c[0]}{c[1]} (PTX)" for c in self.ptx]
+        return " ".join(parts)
+
+
+def _parse_list(text: str, with_ptx: bool) -> tuple[tuple[Capability, ...], tuple[Capability, ...]]:
+    cubins: list[Capability] = []
+    ptx: list[Capability] = []
+    for item in text.split(";"):
+        name, plus, _ = item.partition("+")
+        capability = parse_capability(name)
+        if capability is None:
+            continue
+        cubins.append(capability)
+        if plus and with_ptx:
+            ptx.append(capability)
+    return tuple(cubins), tuple(ptx)
+
+
+@cache
+def arch_list(torch: Release, variant: str, platform: str) -> ArchList | None:
+    """The arch list of `torch`'s `variant` build for `platform` ("linux-x86_64"); None when unknown."""
+    if not variant.startswith("cu"):
+        return None
+    table = load_table("archs.json")
+    machine = "aarch64" if platform.endswith("aarch64") else "x86_64"
+    with_ptx = not table["ptx_linux_only"] or platform.startswith("linux")
+    for row in table["arch_lists"]:
+        if torch.series not in row["series"]:
+            continue
+        lists = row.get("aarch64", {}) if machine == "aarch64" else row["variants"]
+        text = lists.get(variant)
+        if text is None:
+            return None
+        cubins, ptx = _parse_list(text, with_ptx)
+        return ArchList(cubins, ptx, bool(row.get("inferred")), row["source"])
+    return None
+
+
+def _rule() -> dict[str, object]:
+    rule: dict[str, object] = load_table("archs.json")["cubin_rule"]
+    return rule
+
+
+def cubin_runs_on(cubin: Capability, gpu: Capability) -> bool:
+    """Whether an sm_XY cubin runs on a GPU of compute capability `gpu` (DEVICE_REQUIREMENT rules)."""
+    rule = _rule()
+    also = rule["also_runs_on"]
+    assert isinstance(also, dict)
+    if dotted(gpu) in also.get(dotted(cubin), ()):
+        return True
+    self_only = rule["self_only"]
+    assert isinstance(self_only, list)
+    if dotted(gpu) in self_only or dotted(cubin) in self_only:
+        return cubin == gpu
+    return cubin[0] == gpu[0] and gpu[1] >= cubin[1]
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How a build serves one GPU: by a cubin, only by PTX JIT, or not at all."""
+
+    kind: str  # "cubin" | "ptx" | "none"
+    by: Capability | None = None
+
+
+def coverage(arch: ArchList, gpu: Capability) -> Coverage:
+    for cubin in sorted(arch.cubins, reverse=True):
+        if cubin_runs_on(cubin, gpu):
+            return Coverage("cubin", cubin)
+    for ptx in sorted(arch.ptx, reverse=True):
+        if gpu >= ptx:
+            return Coverage("ptx", ptx)
+    return Coverage("none")

@@ -1,0 +1,109 @@
+"""`envdoctor install` on the command line: invalid targets exit 2 with one line naming what is valid;
+a plan for a described machine prints the command and the reason; JSON has the documented keys."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from envdoctor.cli import app
+
+RUNNER = CliRunner()
+# Another machine, fully described: nothing on this one is detected.
+ELSEWHERE = ["--os", "windows", "--python", "3.10"]
+
+
+def _run(*args: str):  # type: ignore[no-untyped-def]
+    return RUNNER.invoke(app, ["install", *args])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--torch", "9.9"],
+            "--torch 9.9: not in envdoctor's data yet (data as of 2026-08-21); "
+            "known releases: 1.12.0 to 2.13.0",
+        ),
+        (["--cuda", "10.0", "--torch", "2.5"], "--cuda 10.0 (cu100): torch 2.5.1 has no cu100 build for"),
+        (
+            ["--python", "2.7"],
+            "--python 2.7: no torch release in envdoctor's data has wheels for Python 2.7; "
+            "expected 3.7 to 3.14",
+        ),
+        (
+            ["--python", "3.8", "--torch", "2.5.1", "--os", "linux"],
+            "torch 2.5.1 has wheels for Python 3.9-3.12",
+        ),
+        (["--torch", "banana"], "--torch banana: expected a version such as 2.5.1 or 2.5"),
+        (["--cuda", "twelve"], "--cuda twelve: expected auto, cpu, a CUDA version"),
+        (["--os", "beos"], "--os beos: expected linux, windows or macos"),
+        (["--gpu", "Voodoo 3", *ELSEWHERE], "--gpu Voodoo 3: not a GPU name envdoctor knows"),
+        (["--driver", "new", *ELSEWHERE], "--driver new: expected an NVIDIA driver version"),
+        (["--mirror", "nowhere"], "--mirror nowhere: expected one of"),
+        (["--os", "macos", "--cuda", "12.4"], "macOS has no CUDA or ROCm builds"),
+        (["--os", "windows", "--cuda", "rocm6.2"], "ROCm builds exist for Linux x86_64 only"),
+        (
+            ["--os", "macos", "--arch", "x86_64", "--torch", "2.5"],
+            "torch 2.5.1 has no wheels for macos-x86_64",
+        ),
+    ],
+)
+def test_invalid_targets_exit_2_with_one_line(args: list[str], message: str) -> None:
+    result = _run(*args)
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("envdoctor: error: ")
+    assert message in lines[0]
+
+
+def test_plan_for_another_machine() -> None:
+    result = _run("--torch", "2.5.1", "--cuda", "12.1", *ELSEWHERE, "--manager", "pip")
+    assert result.exit_code == 0, result.output
+    assert (
+        "$ pip3 install torch==2.5.1 torchvision==0.20.1 torchaudio==2.5.1 --index-url https://download.pytorch.org/whl/cu121"
+        in result.output
+    )
+    assert "torch          2.5.1  [given]" in result.output
+    assert "Why: cu121 as asked -> torch 2.5.1 (cu121)" in result.output
+
+
+def test_json_output_has_the_documented_keys() -> None:
+    result = _run("--driver", "535.104.05", "--gpu", "RTX 3090", *ELSEWHERE, "--format", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert {"torch", "torchvision", "torchaudio", "variant", "reason", "commands", "warnings"} <= set(data)
+    assert data["variant"] == "cu126" and data["torch"] == "2.13.0"
+    assert data["commands"] == [
+        {
+            "manager": "pip",
+            "command": "pip3 install torch==2.13.0 torchvision==0.28.0 --index-url https://download.pytorch.org/whl/cu126",
+        }
+    ]
+    assert data["inputs"]["NVIDIA driver"] == {"value": "535.104.05", "origin": "given"}
+    assert data["inputs"]["GPUs"] == {"value": "RTX 3090 (sm_86)", "origin": "given"}
+
+
+def test_nothing_fits_exits_1_and_says_what_to_change() -> None:
+    result = _run("--torch", "2.6", "--gpu", "RTX 5090", "--driver", "570.86", *ELSEWHERE)
+    assert result.exit_code == 1, result.output
+    assert (
+        "No fitting build: no torch build fits: torch 2.6.0: "
+        "no build this driver runs includes RTX 5090 (sm_120)" in result.output
+    )
+    assert "Instead: use torch 2.11.0 (cu128), the newest that fits: --torch 2.11.0" in result.output
+
+
+def test_install_does_not_import_torch() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from envdoctor.cli import app; from typer.testing import CliRunner; "
+        "CliRunner().invoke(app, ['install', '--os', 'windows', '--python', '3.10', '--driver', '560.94']); "
+        "print(sorted(m for m in ('torch', 'pynvml', 'rich') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]"

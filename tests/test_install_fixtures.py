@@ -1,0 +1,37 @@
+"""On every fixture's machine, the planner's command installs a torch that works there: a build the
+driver runs, whose arch list serves every GPU, for the machine's Python and platform."""
+
+from __future__ import annotations
+
+import pytest
+
+from envdoctor import install
+from envdoctor.knowledge import release
+from envdoctor.knowledge.archs import arch_list, coverage
+from envdoctor.knowledge.drivers import driver_support
+from envdoctor.rules.base import RuleContext
+from envdoctor.rules.fixes import install_target
+from envdoctor.snapshot import load
+from tests.fixture_support import FIXTURES, fixture_names
+
+
+@pytest.mark.parametrize("name", fixture_names())
+def test_fixture_machine_gets_a_working_build(name: str) -> None:
+    snap = load(str(FIXTURES / f"{name}.json"))
+    target = install_target(RuleContext.build(snap.platform, snap.interpreter, snap.probes))
+    result = install.plan(target)
+    assert result.possible, result.reason
+    assert result.torch is not None and result.variant is not None
+    chosen = release(result.torch)
+    assert chosen is not None
+    if target.python:
+        assert target.python in chosen.python_for(target.platform)
+    assert all("==" in c.command for c in result.commands if "install" in c.command), "pins are printed"
+    if target.driver_version is None:
+        assert result.variant == "cpu"
+        return
+    assert result.variant.startswith("cu")
+    assert driver_support(result.variant, target.driver_version, target.os).runs
+    arch = arch_list(chosen, result.variant, target.platform)
+    assert arch is not None
+    assert all(coverage(arch, c).kind != "none" for c in target.gpu_capabilities)
