@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from urllib.parse import urlsplit, urlunsplit
 
 from packaging.version import Version
 
 from envdoctor import install
+from envdoctor.install_commands import resolve_mirror
 from envdoctor.knowledge import mirrors, parse_version
 from envdoctor.knowledge.mirrors import KnownIndex
 from envdoctor.model import Fix, Severity
@@ -205,28 +206,22 @@ def _cuda_wanted(ctx: RuleContext) -> bool:
     return torch is not None and torch.imported and bool(torch.cuda)
 
 
-def _cuda_plan(ctx: RuleContext) -> install.InstallPlan | None:
-    plan = install.plan(install_target(ctx, want_cuda=True))
-    return plan if plan.possible else None
-
-
-def _plan_fixes(ctx: RuleContext, summary: str, mirror_of: KnownIndex | None) -> list[Fix]:
-    """The planner's CUDA install command, and the same from the operator's PyTorch-wheel mirror."""
-    plan = _cuda_plan(ctx)
-    if plan is None or plan.variant is None:
+def _plan_fixes(ctx: RuleContext, summary: str, mirror_url: str) -> list[Fix]:
+    """The planner's CUDA install command, and the same from the mirror operator's PyTorch-wheel
+    mirror when it runs one that envdoctor's data marks as working."""
+    target = install_target(ctx, want_cuda=True)
+    plan = install.plan(target)
+    if not plan.possible:
         return []
     commands = tuple(c.command for c in plan.commands)
     fixes = [Fix(summary=f"{summary}: {plan.reason}", commands=commands, link=GET_STARTED)]
-    wheel_mirror = mirrors.pytorch_wheel_mirror(mirror_of.name) if mirror_of is not None else None
-    if wheel_mirror is not None and wheel_mirror.status == "ok":
-        official = mirrors.official_wheel_url(plan.variant)
-        local = mirrors.pytorch_wheel_url(wheel_mirror, plan.variant)
-        fixes.append(
-            Fix(
-                summary=f"The same from {wheel_mirror.title}",
-                commands=tuple(c.replace(official, local) for c in commands),
-            )
-        )
+    choice = resolve_mirror(mirror_url, "detected")
+    wheels = choice.wheels
+    if wheels is not None and wheels.name != "official-pytorch" and wheels.status == "ok":
+        mirrored = install.plan(replace(target, mirror=choice))
+        nearer = tuple(c.command for c in mirrored.commands)
+        if mirrored.possible and nearer != commands:
+            fixes.append(Fix(summary=f"The same from {wheels.title}", commands=nearer))
     return fixes
 
 
@@ -282,7 +277,7 @@ def _mirror_cpu_only(ctx: RuleContext) -> Iterator[Hit]:
         fixes = _plan_fixes(
             ctx,
             "Install torch from a PyTorch CUDA index for this one command (the mirror stays for the rest)",
-            default.mirror,
+            default.url,
         )
         yield Hit(
             title=f"{default.tool}'s index is {default.mirror.title}: on {system} it "
