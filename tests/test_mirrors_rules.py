@@ -313,9 +313,10 @@ def test_helpers() -> None:
     assert rules.channel_name("https://mirror.sjtu.edu.cn/anaconda/cloud/pytorch/") == "pytorch"
     assert rules.channel_name("pytorch/label/nightly") == "pytorch"
     assert rules.without_credentials("https://u:p@h.example/t/tok/x?y=1") == "https://h.example/x?y=1"
+    assert rules.without_credentials("https://h.example/s?token=abc&page=2") == "https://h.example/s?page=2"
     pypi = known.pypi_default_url()
     if pypi is not None:
-        assert rules.is_pypi(pypi + "/") and rules.pypi_mirror(pypi) is None
+        assert rules.pypi_mirror(pypi) is None  # PyPI itself is not a mirror
 
 
 def test_no_index_is_read_as_pip_reads_it() -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from functools import cache
 from urllib.parse import urlsplit, urlunsplit
 
 from packaging.version import Version
@@ -61,18 +60,6 @@ def _key(url: str) -> str:
         return ""
 
 
-@cache
-def _pypi_key() -> str | None:
-    url = mirrors.pypi_default_url()
-    return _key(url) if url else None
-
-
-def is_pypi(url: str) -> bool:
-    """PyPI itself (its URL is read from pip's metadata at run time)."""
-    key = _pypi_key()
-    return key is not None and _key(url) == key
-
-
 def pypi_mirror(url: str) -> KnownIndex | None:
     found = mirrors.recognise(url)
     return found if found is not None and found.kind == "pypi" else None
@@ -94,7 +81,7 @@ def variant_of(url: str, index: KnownIndex) -> str | None:
 
 
 def without_credentials(url: str) -> str:
-    """The URL with its user:password@ and conda /t/<token>/ parts removed."""
+    """The URL without user:password@, a conda /t/<token>/ segment or secret query parameters."""
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -103,7 +90,8 @@ def without_credentials(url: str) -> str:
     path = parts.path
     if path.startswith("/t/"):
         path = "/" + path[3:].split("/", 1)[-1] if "/" in path[3:] else "/"
-    return urlunsplit((parts.scheme, netloc, path, parts.query, parts.fragment))
+    query = "&".join(p for p in parts.query.split("&") if p and not has_secret("?" + p))
+    return urlunsplit((parts.scheme, netloc, path, query, parts.fragment))
 
 
 # ---------------------------------------------------------------------------------------------
