@@ -69,8 +69,7 @@ _URL_SAFE = "".join(chr(c) for c in range(33, 127) if chr(c) not in "/@'\"<>")
 @given(st.text(alphabet=_URL_SAFE, min_size=4, max_size=30))
 def test_any_password_is_masked(secret: str) -> None:
     out = redact_text(f"pip install x --index-url https://me:{secret}@mirror.example/simple")
-    assert f"me:{MASK}@mirror.example/simple" in out
-    assert secret not in out.replace(f"me:{MASK}@mirror.example/simple", "")
+    assert out == f"pip install x --index-url https://me:{MASK}@mirror.example/simple"
 
 
 def test_secret_names() -> None:

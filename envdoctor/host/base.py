@@ -98,6 +98,20 @@ class Host(Protocol):
         """Run a child script (a file name in envdoctor/child) in `interpreter`."""
         ...
 
+    def realpath(self, path: str) -> str:
+        """The path with symbolic links resolved (the path itself when nothing resolves)."""
+        ...
+
+    def registry_values(self, key: str, view: int) -> Mapping[str, str | int] | None:
+        """The values of a Windows registry key ("HKLM\\SOFTWARE\\..."), read in the 64- or 32-bit
+        registry view; None when the key does not exist or this is not Windows. REG_SZ values come
+        back as str, REG_DWORD as int; other types are left out."""
+        ...
+
+    def file_version(self, path: str) -> str | None:
+        """A Windows file's version resource ("14.40.33810.0"); None when it has none or on other OSes."""
+        ...
+
     def home(self) -> str | None:
         """The user's home folder as Python's expanduser("~") finds it; None when there is none."""
         ...

@@ -13,6 +13,8 @@ from typing import Union
 from envdoctor.host.base import ChildOutcome, CommandResult, DiskInfo, MemoryInfo
 from envdoctor.model import PlatformInfo
 
+_MAX_LINKS = 40
+
 ChildAnswer = Union[ChildOutcome, Callable[[str, Sequence[str], float], ChildOutcome]]
 
 
@@ -34,6 +36,9 @@ class FakeHost:
     mem: MemoryInfo | None = field(default_factory=lambda: MemoryInfo(32 * 2**30, 20 * 2**30))
     disk: DiskInfo | None = field(default_factory=lambda: DiskInfo(500 * 2**30, 200 * 2**30))
     calls: list[tuple[str, ...]] = field(default_factory=list)
+    links: dict[str, str] = field(default_factory=dict)  # symlink path -> target
+    registry: dict[tuple[str, int], dict[str, str | int]] = field(default_factory=dict)  # (key, view)
+    file_versions: dict[str, str] = field(default_factory=dict)  # path -> version resource
     home_dir: str | None = "/home/user"
 
     @property
@@ -97,6 +102,33 @@ class FakeHost:
         if callable(answer):
             return answer(interpreter, args, timeout)
         return answer
+
+    def realpath(self, path: str) -> str:
+        for _ in range(_MAX_LINKS):  # a link loop ends here, as the OS gives up too
+            for link, target in self.links.items():
+                if path == link or path.startswith(link.rstrip("/\\") + "/"):
+                    path = target + path[len(link) :]
+                    break
+            else:
+                return path
+        return path
+
+    def registry_values(self, key: str, view: int) -> Mapping[str, str | int] | None:
+        self.calls.append(("registry", key, str(view)))
+        if self.platform_info.system != "Windows":
+            return None
+        for (known, known_view), values in self.registry.items():
+            if known.lower() == key.lower() and known_view == view:  # the registry ignores case
+                return values
+        return None
+
+    def file_version(self, path: str) -> str | None:
+        if self.platform_info.system != "Windows":
+            return None
+        for known, version in self.file_versions.items():
+            if known.lower() == path.lower():
+                return version
+        return None
 
     def home(self) -> str | None:
         return self.home_dir

@@ -119,6 +119,27 @@ class LiveHost:
             seconds=time.perf_counter() - started,
         )
 
+    def realpath(self, path: str) -> str:
+        try:
+            return os.path.realpath(path)
+        except (OSError, ValueError):
+            return path
+
+    def registry_values(self, key: str, view: int) -> Mapping[str, str | int] | None:
+        try:
+            import winreg
+        except ImportError:  # not Windows: there is no registry to read
+            return None
+        return _read_registry(winreg, key, view)
+
+    def file_version(self, path: str) -> str | None:
+        if os.name != "nt":
+            return None
+        try:
+            return _windows_file_version(path)
+        except (OSError, AttributeError, ValueError):  # no version resource, or an odd file
+            return None
+
     def home(self) -> str | None:
         # What expanduser("~") gives, read from this host's environment: pip finds its legacy user
         # file that way. Windows Python >= 3.8 uses USERPROFILE and ignores HOME.
@@ -193,3 +214,74 @@ def _describe_start_error(exc: OSError) -> str:
     if isinstance(exc, PermissionError):
         return "permission denied"
     return f"{type(exc).__name__}: {exc.strerror or exc}"
+
+
+def _read_registry(winreg: Any, key: str, view: int) -> dict[str, str | int] | None:
+    hive_name, _, subkey = key.partition("\\")
+    hives = {
+        "HKLM": winreg.HKEY_LOCAL_MACHINE,
+        "HKEY_LOCAL_MACHINE": winreg.HKEY_LOCAL_MACHINE,
+        "HKCU": winreg.HKEY_CURRENT_USER,
+        "HKEY_CURRENT_USER": winreg.HKEY_CURRENT_USER,
+    }
+    hive = hives.get(hive_name.upper())
+    if hive is None:
+        raise ValueError(f"unknown registry hive in {key!r}")
+    # Both views are asked for explicitly: a 32-bit Python would otherwise be redirected to
+    # WOW6432Node without saying so.
+    access = winreg.KEY_READ | (winreg.KEY_WOW64_64KEY if view == 64 else winreg.KEY_WOW64_32KEY)
+    try:
+        handle = winreg.OpenKey(hive, subkey, 0, access)
+    except FileNotFoundError:
+        return None
+    values: dict[str, str | int] = {}
+    with handle:
+        index = 0
+        while True:
+            try:
+                name, value, kind = winreg.EnumValue(handle, index)
+            except OSError:  # no more values
+                break
+            index += 1
+            text = kind in (winreg.REG_SZ, winreg.REG_EXPAND_SZ) and isinstance(value, str)
+            number = kind == winreg.REG_DWORD and isinstance(value, int)
+            if text or number:
+                values[name] = value
+    return values
+
+
+def _windows_file_version(path: str) -> str | None:
+    """The fixed file version (VS_FIXEDFILEINFO) of a PE file, read with version.dll."""
+    import ctypes
+    from ctypes import wintypes
+
+    version = ctypes.WinDLL("version", use_last_error=True)  # type: ignore[attr-defined]
+    version.GetFileVersionInfoSizeW.argtypes = [wintypes.LPCWSTR, ctypes.POINTER(wintypes.DWORD)]
+    version.GetFileVersionInfoSizeW.restype = wintypes.DWORD
+    version.GetFileVersionInfoW.argtypes = [wintypes.LPCWSTR, wintypes.DWORD, wintypes.DWORD, ctypes.c_void_p]
+    version.GetFileVersionInfoW.restype = wintypes.BOOL
+    version.VerQueryValueW.argtypes = [
+        ctypes.c_void_p,
+        wintypes.LPCWSTR,
+        ctypes.POINTER(ctypes.c_void_p),
+        ctypes.POINTER(wintypes.UINT),
+    ]
+    version.VerQueryValueW.restype = wintypes.BOOL
+    size = version.GetFileVersionInfoSizeW(path, None)
+    if not size:
+        return None
+    buffer = ctypes.create_string_buffer(size)
+    if not version.GetFileVersionInfoW(path, 0, size, buffer):
+        return None
+    pointer = ctypes.c_void_p()
+    length = wintypes.UINT()
+    if not version.VerQueryValueW(buffer, "\\", ctypes.byref(pointer), ctypes.byref(length)):
+        return None
+    if length.value < 13 * 4 or not pointer.value:
+        return None
+    # VS_FIXEDFILEINFO: signature, struct version, file version MS, file version LS, ...
+    fields = ctypes.cast(pointer, ctypes.POINTER(ctypes.c_uint32 * 13)).contents
+    if fields[0] != 0xFEEF04BD:
+        return None
+    ms, ls = fields[2], fields[3]
+    return f"{ms >> 16}.{ms & 0xFFFF}.{ls >> 16}.{ls & 0xFFFF}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from envdoctor.probes import mirrors, nvml, python_env, system, torch_build
+from envdoctor.probes import mirrors, nvml, python_env, system, toolkit, torch_build, windows
 from envdoctor.probes.base import CheckOptions, NotApplicable, ProbeContext, ProbeSpec
 
 PROBES: tuple[ProbeSpec[Any], ...] = (
@@ -12,6 +12,8 @@ PROBES: tuple[ProbeSpec[Any], ...] = (
     python_env.PROBE,
     nvml.PROBE,
     torch_build.PROBE,
+    toolkit.PROBE,
+    windows.PROBE,
     mirrors.PROBE,
 )
 

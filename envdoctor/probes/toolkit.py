@@ -1,0 +1,563 @@
+"""CUDA toolkits the environment can see, and the search paths that decide which CUDA libraries load.
+
+Facts only: every toolkit (nvcc on PATH, CUDA_HOME, CUDA_PATH, CUDA_PATH_Vx_y, the default
+install folders, conda's cuda-nvcc), the CUDA bin folders on PATH in order, the toolkit
+torch.utils.cpp_extension would pick, the CUDA libraries in LD_LIBRARY_PATH folders and the ones
+torch's nvidia-* wheels bundle. At most two short subprocesses (`nvcc --version`).
+"""
+
+from __future__ import annotations
+
+import json
+import ntpath
+import posixpath
+import re
+from dataclasses import dataclass
+from types import ModuleType
+
+from envdoctor.host.base import Host
+from envdoctor.knowledge import cuda_libraries
+from envdoctor.probes.base import NotApplicable, ProbeContext, ProbeSpec
+
+_NVCC_TIMEOUT = 10.0
+_RELEASE = re.compile(r"release (\d+\.\d+)(?:, V(\d+(?:\.\d+)+))?")
+_FOLDER_VERSION = re.compile(r"(?:^|[-_vV])(\d+\.\d+)$")
+_CUDA_PATH_VERSIONED = re.compile(r"^CUDA_PATH_V(\d+)_(\d+)$", re.IGNORECASE)
+_CONDA_PACKAGE = re.compile(
+    r"^(cuda-nvcc|cudatoolkit|cuda-toolkit|cuda-cudart|cuda-version)-(\d[^-]*)-[^-]+\.json$"
+)
+_WRAPPER_TARGET = re.compile(r"(/[^\s'\"]*/bin/nvcc)\b")
+_LOOKS_CUDA = re.compile(r"cuda|nvidia gpu computing toolkit", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class NvccRun:
+    """`nvcc --version` of the nvcc found on PATH."""
+
+    path: str
+    resolved: str
+    wrapper_for: str | None = None  # a small script on PATH that execs this nvcc
+    release: str | None = None  # "13.0"
+    build: str | None = None  # "13.0.88"
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Toolkit:
+    root: str
+    version: str | None = None  # "12.4.1" or "12.4"
+    version_from: str | None = None  # version.json, version.txt, nvcc --version, folder name, conda
+    found_by: tuple[str, ...] = ()
+    exists: bool = True
+    has_nvcc: bool = False
+    has_headers: bool = False  # include/cuda_runtime.h: what compiling an extension needs
+
+    @property
+    def major(self) -> int | None:
+        head = (self.version or "").split(".")[0]
+        return int(head) if head.isdigit() else None
+
+    @property
+    def major_minor(self) -> str | None:
+        parts = (self.version or "").split(".")
+        return ".".join(parts[:2]) if len(parts) >= 2 else None
+
+
+@dataclass(frozen=True)
+class EnvSetting:
+    name: str
+    value: str
+
+
+@dataclass(frozen=True)
+class CudaBinEntry:
+    """A PATH entry that is (or was) a CUDA toolkit's bin folder."""
+
+    index: int  # position on PATH, 0 first
+    path: str
+    exists: bool
+    has_nvcc: bool
+    version: str | None = None
+    duplicate_of: int | None = None  # index of the earlier, identical entry
+
+
+@dataclass(frozen=True)
+class CudaHome:
+    """The toolkit torch.utils.cpp_extension would compile extensions with, and why that one."""
+
+    path: str
+    chosen_by: str  # CUDA_HOME, CUDA_PATH, nvcc on PATH, default location
+    exists: bool
+    has_nvcc: bool
+    has_headers: bool
+    version: str | None = None
+
+
+@dataclass(frozen=True)
+class LibraryCopy:
+    """CUDA libraries of one family in one folder: a loader-path entry or a bundled wheel."""
+
+    family: str  # cudnn, cublas, nccl, nvjitlink, cudart, cusparse
+    directory: str
+    resolved: str
+    files: tuple[str, ...]
+    version: str | None = None  # the most precise version the names (or the wheel) tell
+    package: str | None = None  # for bundled copies: the wheel's dist-info folder
+    position: int | None = None  # for loader-path copies: the LD_LIBRARY_PATH index
+
+
+@dataclass(frozen=True)
+class CondaPackage:
+    name: str
+    version: str
+
+
+@dataclass(frozen=True)
+class ToolkitFacts:
+    os: str
+    shell: str | None = None  # basename of $SHELL, for fix commands
+    path: tuple[str, ...] = ()
+    ld_library_path: tuple[str, ...] = ()
+    cuda_env: tuple[EnvSetting, ...] = ()
+    nvcc: NvccRun | None = None
+    toolkits: tuple[Toolkit, ...] = ()
+    cuda_bins: tuple[CudaBinEntry, ...] = ()
+    cuda_home: CudaHome | None = None
+    loader_path_libraries: tuple[LibraryCopy, ...] = ()
+    bundled_libraries: tuple[LibraryCopy, ...] = ()
+    site_packages: tuple[str, ...] = ()
+    conda_packages: tuple[CondaPackage, ...] = ()
+    errors: tuple[str, ...] = ()
+
+    def env_value(self, name: str) -> str | None:
+        for setting in self.cuda_env:
+            if setting.name == name:
+                return setting.value
+        return None
+
+
+class _Paths:
+    """Path arithmetic for the examined OS, which need not be the OS envdoctor runs on."""
+
+    def __init__(self, windows: bool) -> None:
+        self.windows = windows
+        self.mod: ModuleType = ntpath if windows else posixpath
+        self.sep = ";" if windows else ":"
+
+    def join(self, *parts: str) -> str:
+        return str(self.mod.join(*parts))
+
+    def dirname(self, path: str) -> str:
+        return str(self.mod.dirname(path))
+
+    def basename(self, path: str) -> str:
+        return str(self.mod.basename(path))
+
+    def norm(self, path: str) -> str:
+        """A comparison key: trailing separators dropped, case folded on Windows."""
+        path = path.rstrip("\\/") or path
+        return path.lower().replace("/", "\\") if self.windows else path
+
+    def exe(self, name: str) -> str:
+        return f"{name}.exe" if self.windows else name
+
+
+def _split(value: str | None, paths: _Paths) -> tuple[str, ...]:
+    if not value:
+        return ()
+    return tuple(part.strip().strip('"') for part in value.split(paths.sep) if part.strip())
+
+
+def _read_json(host: Host, path: str) -> object:
+    try:
+        return json.loads(host.read_text(path))
+    except (OSError, ValueError):
+        return None
+
+
+def _toolkit_version(host: Host, root: str, paths: _Paths) -> tuple[str | None, str | None]:
+    data = _read_json(host, paths.join(root, "version.json"))
+    if isinstance(data, dict):
+        cuda = data.get("cuda")
+        if isinstance(cuda, dict) and isinstance(cuda.get("version"), str):
+            return cuda["version"], "version.json"
+    try:
+        text = host.read_text(paths.join(root, "version.txt"))
+    except OSError:
+        text = ""
+    match = re.search(r"CUDA Version (\d+(?:\.\d+)+)", text)
+    if match:
+        return match.group(1), "version.txt"
+    folder = _FOLDER_VERSION.search(paths.basename(root.rstrip("\\/")))
+    if folder:
+        return folder.group(1), "folder name"
+    return None, None
+
+
+def _run_nvcc(host: Host, nvcc: str) -> tuple[str | None, str | None, str | None]:
+    """(release, build, error) from `nvcc --version`."""
+    result = host.run([nvcc, "--version"], _NVCC_TIMEOUT)
+    if not result.ok:
+        if result.timed_out:
+            return None, None, f"nvcc --version did not answer within {_NVCC_TIMEOUT:.0f} s"
+        why = result.start_error or (result.stderr.strip() or result.stdout.strip())[-300:]
+        return None, None, f"nvcc --version failed: {why or f'exit code {result.returncode}'}"
+    match = _RELEASE.search(result.stdout)
+    if not match:
+        return None, None, "nvcc --version printed no release number"
+    return match.group(1), match.group(2), None
+
+
+def _wrapper_target(host: Host, nvcc: str, paths: _Paths) -> tuple[bool, str | None]:
+    """(is a script, the nvcc it runs) for a small script on PATH such as /usr/local/bin/nvcc
+    holding `exec /usr/local/cuda-13.0/bin/nvcc "$@"`.
+
+    Only read when nvcc's folder is not inside a toolkit, so a real 30 MB nvcc is never read.
+    """
+    root = paths.dirname(paths.dirname(nvcc))
+    if paths.windows or host.exists(paths.join(root, "include", "cuda_runtime.h")):
+        return False, None
+    try:
+        text = host.read_text(nvcc)
+    except OSError:
+        return False, None
+    if not text.startswith("#!") or len(text) > 4096:
+        return False, None
+    match = _WRAPPER_TARGET.search(text)
+    return True, (match.group(1) if match else None)
+
+
+class _Collector:
+    """Gathers toolkits under one key per real folder, merging how each was found."""
+
+    def __init__(self, host: Host, paths: _Paths) -> None:
+        self.host = host
+        self.paths = paths
+        self.order: list[str] = []
+        self.roots: dict[str, str] = {}
+        self.found_by: dict[str, list[str]] = {}
+        self.versions: dict[str, tuple[str, str]] = {}
+
+    def key(self, root: str) -> str:
+        return self.paths.norm(self.host.realpath(root))
+
+    def add(self, root: str, how: str, version: tuple[str, str] | None = None) -> None:
+        key = self.key(root)
+        if key not in self.roots:
+            self.order.append(key)
+            self.roots[key] = self.host.realpath(root)
+            self.found_by[key] = []
+        if how not in self.found_by[key]:
+            self.found_by[key].append(how)
+        if version is not None and key not in self.versions:
+            self.versions[key] = version
+
+    def toolkits(self) -> tuple[Toolkit, ...]:
+        found = []
+        for key in self.order:
+            root = self.roots[key]
+            exists = self.host.is_dir(root)
+            # The toolkit's own version file is the most precise; then nvcc or conda; then the name.
+            version, version_from = _toolkit_version(self.host, root, self.paths) if exists else (None, None)
+            if version_from not in ("version.json", "version.txt") and key in self.versions:
+                version, version_from = self.versions[key]
+            found.append(
+                Toolkit(
+                    root=root,
+                    version=version,
+                    version_from=version_from,
+                    found_by=tuple(self.found_by[key]),
+                    exists=exists,
+                    has_nvcc=self.host.exists(self.paths.join(root, "bin", self.paths.exe("nvcc"))),
+                    has_headers=self.host.exists(self.paths.join(root, "include", "cuda_runtime.h")),
+                )
+            )
+        return tuple(found)
+
+
+def _cuda_env(host: Host) -> tuple[EnvSetting, ...]:
+    names = ["CUDA_HOME", "CUDA_PATH"]
+    names += sorted(n for n in host.env if _CUDA_PATH_VERSIONED.match(n) and n not in names)
+    return tuple(EnvSetting(n, host.env[n]) for n in names if host.env.get(n))
+
+
+def _default_roots(host: Host, paths: _Paths) -> tuple[str, ...]:
+    if paths.windows:
+        program_files = host.env.get("ProgramFiles", "C:\\Program Files")
+        base = paths.join(program_files, "NVIDIA GPU Computing Toolkit", "CUDA")
+        try:
+            names = host.list_dir(base)
+        except OSError:
+            return ()
+        return tuple(paths.join(base, n) for n in names if re.match(r"^v\d+\.\d+$", n))
+    try:
+        names = host.list_dir("/usr/local")
+    except OSError:
+        return ()
+    return tuple(f"/usr/local/{n}" for n in names if re.match(r"^cuda(-\d+(\.\d+)*)?$", n))
+
+
+def _conda_packages(host: Host, prefix: str, paths: _Paths) -> tuple[CondaPackage, ...]:
+    try:
+        names = host.list_dir(paths.join(prefix, "conda-meta"))
+    except OSError:
+        return ()
+    found = []
+    for name in names:
+        match = _CONDA_PACKAGE.match(name)
+        if match:
+            found.append(CondaPackage(match.group(1), match.group(2)))
+    return tuple(found)
+
+
+def _cuda_bins(
+    host: Host, entries: tuple[str, ...], paths: _Paths, nvcc: NvccRun | None
+) -> tuple[CudaBinEntry, ...]:
+    found: list[CudaBinEntry] = []
+    first_seen: dict[str, int] = {}
+    for index, entry in enumerate(entries):
+        key = paths.norm(entry)
+        exists = host.is_dir(entry)
+        has_nvcc = exists and host.exists(paths.join(entry, paths.exe("nvcc")))
+        earlier = first_seen.get(key)
+        if earlier is None:
+            first_seen[key] = index
+        if not has_nvcc and (exists or not _LOOKS_CUDA.search(entry)):
+            continue  # an ordinary folder, or a missing one that was never CUDA's
+        version = None
+        if has_nvcc:
+            root = paths.dirname(entry.rstrip("\\/"))
+            version, _ = _toolkit_version(host, host.realpath(root), paths)
+            if nvcc is not None and nvcc.release and paths.norm(paths.dirname(nvcc.resolved)) == key:
+                version = version or nvcc.release
+        found.append(CudaBinEntry(index, entry, exists, has_nvcc, version, earlier))
+    return tuple(found)
+
+
+def _library_copies(
+    host: Host, directory: str, os_name: str, position: int | None = None
+) -> tuple[LibraryCopy, ...]:
+    try:
+        names = host.list_dir(directory)
+    except OSError:
+        return ()
+    by_family: dict[str, list[tuple[str, str | None]]] = {}
+    for name in names:
+        known = cuda_libraries.family_of(name, os_name)
+        if known is not None:
+            by_family.setdefault(known[0], []).append((name, known[1]))
+    copies = []
+    resolved = host.realpath(directory)
+    for family, files in by_family.items():
+        versions = [v for _, v in files if v]
+        best = max(versions, key=lambda v: (v.count("."), v), default=None)
+        copies.append(
+            LibraryCopy(
+                family=family,
+                directory=directory,
+                resolved=resolved,
+                files=tuple(sorted(n for n, _ in files)),
+                version=best,
+                position=position,
+            )
+        )
+    return tuple(copies)
+
+
+def _site_packages(host: Host, prefix: str, paths: _Paths) -> tuple[str, ...]:
+    if paths.windows:
+        candidate = paths.join(prefix, "Lib", "site-packages")
+        return (candidate,) if host.is_dir(candidate) else ()
+    found = []
+    for lib in ("lib", "lib64"):
+        try:
+            names = host.list_dir(f"{prefix}/{lib}")
+        except OSError:
+            continue
+        for name in names:
+            candidate = f"{prefix}/{lib}/{name}/site-packages"
+            if name.startswith("python") and host.is_dir(candidate):
+                found.append(candidate)
+    unique: dict[str, str] = {}
+    for candidate in found:
+        unique.setdefault(host.realpath(candidate), candidate)
+    return tuple(unique.values())
+
+
+def _bundled(host: Host, site_packages: tuple[str, ...], os_name: str) -> tuple[LibraryCopy, ...]:
+    """The CUDA libraries of torch's nvidia-* wheels: site-packages/nvidia/<lib>/lib."""
+    copies: list[LibraryCopy] = []
+    for site in site_packages:
+        try:
+            entries = host.list_dir(site)
+        except OSError:
+            continue
+        wheels: dict[str, tuple[str, str]] = {}
+        for name in entries:
+            known = cuda_libraries.wheel_family(name)
+            if known is not None:
+                wheels[known[0]] = (name, known[1])
+        if "nvidia" not in entries:
+            continue
+        try:
+            subdirs = host.list_dir(f"{site}/nvidia")
+        except OSError:
+            continue
+        for sub in subdirs:
+            for copy in _library_copies(host, f"{site}/nvidia/{sub}/lib", os_name):
+                wheel = wheels.get(copy.family)
+                if wheel is not None:
+                    copy = LibraryCopy(
+                        family=copy.family,
+                        directory=copy.directory,
+                        resolved=copy.resolved,
+                        files=copy.files,
+                        version=wheel[1],
+                        package=wheel[0],
+                    )
+                copies.append(copy)
+    return tuple(copies)
+
+
+def _cuda_home(
+    host: Host, paths: _Paths, nvcc: NvccRun | None, toolkits: tuple[Toolkit, ...], defaults: tuple[str, ...]
+) -> tuple[CudaHome | None, bool]:
+    """What torch.utils.cpp_extension._find_cuda_home would return; and whether nvcc must be run."""
+    variables, linux_default, _ = cuda_libraries.cpp_extension_defaults()
+    chosen: tuple[str, str] | None = None
+    for name in variables:
+        value = host.env.get(name)
+        if value:
+            chosen = (value, name)
+            break
+    if chosen is None and nvcc is not None:
+        # cpp_extension takes the folder above nvcc's as found on PATH, links unresolved.
+        chosen = (paths.dirname(paths.dirname(nvcc.path)), "nvcc on PATH")
+    if chosen is None:
+        windows_roots = sorted(d for d in defaults if paths.windows)
+        default = windows_roots[0] if windows_roots else (None if paths.windows else linux_default)
+        if default is not None and host.exists(default):
+            chosen = (default, "default location")
+    if chosen is None:
+        return None, False
+    root, how = chosen
+    exists = host.is_dir(root)
+    nvcc_path = paths.join(root, "bin", paths.exe("nvcc"))
+    has_nvcc = exists and host.exists(nvcc_path)
+    version = None
+    key = paths.norm(host.realpath(root))
+    for toolkit in toolkits:
+        if paths.norm(toolkit.root) == key:
+            version = toolkit.version
+    same_nvcc = nvcc is not None and paths.norm(host.realpath(nvcc_path)) == paths.norm(nvcc.resolved)
+    if version is None and same_nvcc and nvcc is not None:
+        version = nvcc.release
+    home = CudaHome(
+        path=root,
+        chosen_by=how,
+        exists=exists,
+        has_nvcc=has_nvcc,
+        has_headers=exists and host.exists(paths.join(root, "include", "cuda_runtime.h")),
+        version=version,
+    )
+    return home, has_nvcc and version is None
+
+
+def collect(ctx: ProbeContext) -> ToolkitFacts:
+    host = ctx.host
+    plat = host.platform()
+    if plat.os == "macos":
+        raise NotApplicable("CUDA toolkits are not available for macOS")
+    paths = _Paths(plat.os == "windows")
+    env = host.env
+    path_entries = _split(env.get("PATH") or env.get("Path"), paths)
+    ld_entries = () if paths.windows else _split(env.get("LD_LIBRARY_PATH"), paths)
+    errors: list[str] = []
+    collector = _Collector(host, paths)
+
+    nvcc: NvccRun | None = None
+    found = host.which("nvcc")
+    if found:
+        resolved = host.realpath(found)
+        is_script, wrapper = _wrapper_target(host, resolved, paths)
+        release, build, error = _run_nvcc(host, found)
+        if error:
+            errors.append(error)
+        nvcc = NvccRun(found, resolved, wrapper, release, build, error)
+        real_nvcc = host.realpath(wrapper) if wrapper else resolved
+        root = paths.dirname(paths.dirname(real_nvcc))
+        if wrapper is not None or not is_script:  # a script we cannot follow names no toolkit
+            version = (release, "nvcc --version") if release else None
+            collector.add(root, "nvcc on PATH", version)
+
+    cuda_env = _cuda_env(host)
+    for setting in cuda_env:
+        collector.add(setting.value, setting.name)
+
+    defaults = _default_roots(host, paths)
+    for root in defaults:
+        collector.add(root, "default location")
+
+    conda = _conda_packages(host, ctx.target.info.prefix, paths)
+    if any(p.name == "cuda-nvcc" for p in conda):
+        prefix = ctx.target.info.prefix
+        conda_root = paths.join(prefix, "Library") if paths.windows else prefix
+        nvcc_package = next(p for p in conda if p.name == "cuda-nvcc")
+        collector.add(conda_root, "conda package cuda-nvcc", (nvcc_package.version, "conda-meta"))
+
+    toolkits = collector.toolkits()
+    home, run_home_nvcc = _cuda_home(host, paths, nvcc, toolkits, defaults)
+    if home is not None and run_home_nvcc:
+        release, _, error = _run_nvcc(host, paths.join(home.path, "bin", paths.exe("nvcc")))
+        if error:
+            errors.append(f"CUDA_HOME {error}")
+        home = CudaHome(home.path, home.chosen_by, home.exists, home.has_nvcc, home.has_headers, release)
+
+    loader = tuple(
+        copy
+        for index, entry in enumerate(ld_entries)
+        for copy in _library_copies(host, entry, plat.os, index)
+    )
+    site_packages = () if paths.windows else _site_packages(host, ctx.target.info.prefix, paths)
+    shell = env.get("SHELL")
+    return ToolkitFacts(
+        os=plat.os,
+        shell=posixpath.basename(shell) if shell and not paths.windows else None,
+        path=path_entries,
+        ld_library_path=ld_entries,
+        cuda_env=cuda_env,
+        nvcc=nvcc,
+        toolkits=toolkits,
+        cuda_bins=_cuda_bins(host, path_entries, paths, nvcc),
+        cuda_home=home,
+        loader_path_libraries=loader,
+        bundled_libraries=_bundled(host, site_packages, plat.os),
+        site_packages=site_packages,
+        conda_packages=conda,
+        errors=tuple(errors),
+    )
+
+
+def describe(facts: ToolkitFacts) -> str:
+    real = [t for t in facts.toolkits if t.exists]
+    if not real and facts.nvcc is None:
+        return "no CUDA toolkit (not needed to run torch wheels)"
+    parts = []
+    for toolkit in real:
+        version = f"CUDA {toolkit.version}" if toolkit.version else "CUDA (version unknown)"
+        how = ", ".join(toolkit.found_by)
+        parts.append(f"{version} at {toolkit.root} ({how})")
+    if facts.nvcc is not None and not any("nvcc on PATH" in t.found_by for t in real):
+        release = facts.nvcc.release or "?"
+        parts.append(f"nvcc {release} on PATH ({facts.nvcc.path})")
+    return "; ".join(parts)
+
+
+PROBE = ProbeSpec(
+    name="toolkit",
+    title="CUDA toolkit",
+    facts_type=ToolkitFacts,
+    collect=collect,
+    describe=describe,
+    timeout=15.0,
+)

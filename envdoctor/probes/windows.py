@@ -1,0 +1,346 @@
+"""The Windows runtime torch loads into: VC++ redistributable, DLL copies, and a real DLL load.
+
+Facts only: the v14 redistributable as the registry records it (both views); the file versions of
+msvcp140.dll, vcruntime140.dll and vcruntime140_1.dll in System32 and of every copy in the
+folders searched before it (torch\\lib, python.exe's folder) or after it (torch's DLL directories,
+the environment, PATH); libiomp5md.dll copies; CUDA DLLs on PATH next to torch's own; Store
+Python and the long-path setting; and what loading torch's DLLs in the target interpreter
+(child/dll_probe.py) did. On other systems it stops at once (NotApplicable).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ntpath
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from envdoctor.host.base import ChildOutcome, Host
+from envdoctor.knowledge import cuda_libraries
+from envdoctor.knowledge import windows as knowledge
+from envdoctor.probes.base import NotApplicable, ProbeContext, ProbeSpec
+
+_CHILD_TIMEOUT = 30.0
+
+# Where a DLL copy sits, in the order the loader would reach it for torch (windows.json cites it).
+TORCH_LIB = "torch_lib"
+APP_DIR = "app_dir"
+SYSTEM32 = "system32"
+DLL_DIRECTORY = "dll_directory"
+ENV = "env"
+PATH = "path"
+
+
+@dataclass(frozen=True)
+class RedistRegistration:
+    view: int  # 64 or 32: the registry view the key was read in
+    installed: bool | None = None
+    version: str | None = None  # "14.40.33810.0"
+
+
+@dataclass(frozen=True)
+class DllFile:
+    name: str  # lower-case base name
+    path: str
+    version: str | None = None
+    origin: str = PATH  # torch_lib, app_dir, system32, dll_directory, env, path
+    path_index: int | None = None  # position on PATH when origin is path
+
+
+@dataclass(frozen=True)
+class DllFailure:
+    dll: str
+    winerror: int | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class DllLoadFacts:
+    """What loading torch\\lib's DLLs in the target interpreter did."""
+
+    status: str  # ok, failed, no_torch, crashed, timeout, not_run, error
+    torch_lib: str | None = None
+    dll_directories: tuple[str, ...] = ()
+    attempted: int = 0
+    loaded: int = 0
+    failures: tuple[DllFailure, ...] = ()
+    via_path: tuple[str, ...] = ()  # loaded only through torch's PATH fallback after error 126
+    modules: tuple[DllFile, ...] = ()  # runtime/CUDA modules mapped into the process, with files
+    app_dir: str | None = None
+    site_packages: tuple[str, ...] = ()
+    last_dll: str | None = None  # the DLL being loaded when the child died or hung
+    error: str | None = None
+
+    @property
+    def first_failure(self) -> DllFailure | None:
+        return self.failures[0] if self.failures else None
+
+    def module(self, name: str) -> DllFile | None:
+        for module in self.modules:
+            if module.name == name:
+                return module
+        return None
+
+
+@dataclass(frozen=True)
+class WindowsFacts:
+    system32: str
+    dll_load: DllLoadFacts
+    redist: tuple[RedistRegistration, ...] = ()
+    runtime_files: tuple[DllFile, ...] = ()  # the VC++ runtime DLLs wherever found
+    openmp_files: tuple[DllFile, ...] = ()  # libiomp5md.dll copies torch could meet
+    cuda_dlls_on_path: tuple[DllFile, ...] = ()
+    torch_cuda_dlls: tuple[DllFile, ...] = ()
+    store_python: bool = False
+    long_paths_enabled: bool | None = None
+    torch_dir: str | None = None
+    path: tuple[str, ...] = ()  # PATH entries in order (fixes edit it)
+    errors: tuple[str, ...] = ()
+
+    def runtime(self, name: str, origin: str | None = None) -> tuple[DllFile, ...]:
+        return tuple(
+            f for f in self.runtime_files if f.name == name and (origin is None or f.origin == origin)
+        )
+
+    @property
+    def redist_version(self) -> str | None:
+        """The newest version the registry records as installed."""
+        best: str | None = None
+        for registration in self.redist:
+            version = knowledge.file_version(registration.version)
+            if version is None or registration.installed is False:
+                continue
+            if best is None or version > (knowledge.file_version(best) or version):
+                best = registration.version
+        return best
+
+
+def _str_list(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        return ()
+    return tuple(str(v) for v in value if isinstance(v, str))
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _dll_load(outcome: ChildOutcome) -> tuple[DllLoadFacts, Mapping[str, Any]]:
+    """The child's report as facts (module files get versions and origins later)."""
+    reports = [r for r in outcome.records if r.get("record") == "dll"]
+    stages = [str(r.get("dll")) for r in outcome.records if r.get("record") == "stage"]
+    if not reports:
+        if outcome.timed_out:
+            status, error = "timeout", f"loading torch's DLLs did not finish within {_CHILD_TIMEOUT:.0f} s"
+        elif outcome.start_error:
+            status, error = "not_run", f"the interpreter could not be started ({outcome.start_error})"
+        else:
+            how = f"signal {outcome.signal}" if outcome.signal else f"exit code {outcome.returncode}"
+            status, error = "crashed", f"the DLL check died ({how}): {outcome.stderr_tail[-300:].strip()}"
+        return DllLoadFacts(status=status, last_dll=stages[-1] if stages else None, error=error), {}
+    raw = reports[-1]
+    failures = tuple(
+        DllFailure(str(f.get("dll")), _int(f.get("winerror")), str(f.get("message", "")))
+        for f in raw.get("failures") or ()
+        if isinstance(f, Mapping)
+    )
+    app_path = raw.get("app_path")
+    facts = DllLoadFacts(
+        status=str(raw.get("status", "error")),
+        torch_lib=raw.get("torch_lib") if isinstance(raw.get("torch_lib"), str) else None,
+        dll_directories=_str_list(raw.get("dll_directories")),
+        attempted=_int(raw.get("attempted")) or 0,
+        loaded=_int(raw.get("loaded")) or 0,
+        failures=failures,
+        via_path=_str_list(raw.get("via_path")),
+        app_dir=ntpath.dirname(app_path) if isinstance(app_path, str) else None,
+        site_packages=_str_list(raw.get("site_packages")),
+        last_dll=stages[-1] if stages and raw.get("status") == "error" else None,
+        error=raw.get("error") if isinstance(raw.get("error"), str) else None,
+    )
+    return facts, raw
+
+
+def _redist(host: Host) -> tuple[tuple[RedistRegistration, ...], list[str]]:
+    info = knowledge.vc_redist()
+    found = []
+    errors = []
+    for view in info.registry_views:
+        try:
+            values = host.registry_values(info.registry_key, view)
+        except (OSError, ValueError) as exc:
+            errors.append(f"registry {info.registry_key} ({view}-bit view): {exc}")
+            continue
+        if values is None:
+            continue
+        installed = values.get("Installed")
+        version = values.get("Version")
+        text = str(version).strip().lstrip("vV") if isinstance(version, str) and version.strip() else None
+        if text is None and all(isinstance(values.get(k), int) for k in ("Major", "Minor", "Bld")):
+            rbld = values.get("Rbld", 0)
+            text = f"{values['Major']}.{values['Minor']}.{values['Bld']}.{rbld}"
+        if text is not None:
+            # "14.40.33810.00" -> "14.40.33810.0": the form file versions use
+            text = ".".join(str(int(p)) if p.isdigit() else p for p in text.split("."))
+        found.append(
+            RedistRegistration(
+                view=view,
+                installed=bool(installed) if isinstance(installed, int) else None,
+                version=text,
+            )
+        )
+    return tuple(found), errors
+
+
+def _long_paths(host: Host) -> bool | None:
+    try:
+        values = host.registry_values(knowledge.path_limits().long_paths_key, 64)
+    except (OSError, ValueError):
+        return None
+    if values is None:
+        return None
+    enabled = values.get("LongPathsEnabled")
+    return bool(enabled) if isinstance(enabled, int) else False
+
+
+class _Scanner:
+    """Lists each folder once and keeps the DLLs torch cares about, with file versions."""
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+        self.seen: set[str] = set()
+        self.runtime: list[DllFile] = []
+        self.openmp: list[DllFile] = []
+        self.cuda: list[DllFile] = []
+        runtime_names = knowledge.vc_redist().runtime_dlls
+        self.runtime_names = {n.lower() for n in runtime_names}
+        self.openmp_name = knowledge.openmp_dll().lower()
+
+    def scan(self, folder: str | None, origin: str, index: int | None = None) -> None:
+        if not folder:
+            return
+        key = folder.rstrip("\\/").lower()
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        try:
+            names = self.host.list_dir(folder)
+        except OSError:
+            return
+        for name in names:
+            lower = name.lower()
+            if not lower.endswith(".dll"):
+                continue
+            if lower in self.runtime_names:
+                self.runtime.append(self._file(folder, name, origin, index))
+            elif lower == self.openmp_name:
+                self.openmp.append(self._file(folder, name, origin, index))
+            elif origin in (TORCH_LIB, PATH) and cuda_libraries.family_of(name, "windows") is not None:
+                self.cuda.append(self._file(folder, name, origin, index))
+
+    def _file(self, folder: str, name: str, origin: str, index: int | None) -> DllFile:
+        path = ntpath.join(folder, name)
+        return DllFile(name.lower(), path, self.host.file_version(path), origin, index)
+
+
+def _origin_of(path: str, known: Mapping[str, tuple[str, int | None]]) -> tuple[str, int | None]:
+    return known.get(ntpath.dirname(path).rstrip("\\").lower(), ("other", None))
+
+
+def collect(ctx: ProbeContext) -> WindowsFacts:
+    host = ctx.host
+    if host.platform().system != "Windows":
+        raise NotApplicable("this is not Windows")
+    info = ctx.target.info
+    outcome = host.python_json(ctx.target.interpreter.path, "dll_probe.py", (), _CHILD_TIMEOUT)
+    dll_load, raw = _dll_load(outcome)
+    system_root = host.env.get("SystemRoot") or host.env.get("SYSTEMROOT") or "C:\\Windows"
+    system32 = ntpath.join(system_root, "System32")
+    redist, errors = _redist(host)
+
+    torch_lib = dll_load.torch_lib
+    if torch_lib is None:
+        guess = ntpath.join(info.prefix, "Lib", "site-packages", "torch", "lib")
+        torch_lib = guess if host.is_dir(guess) else None
+    app_dir = dll_load.app_dir or ntpath.dirname(info.executable)
+    scanner = _Scanner(host)
+    scanner.scan(torch_lib, TORCH_LIB)
+    scanner.scan(app_dir, APP_DIR)
+    scanner.scan(system32, SYSTEM32)
+    for directory in dll_load.dll_directories:
+        scanner.scan(directory, DLL_DIRECTORY)
+    scanner.scan(info.prefix, ENV)
+    scanner.scan(ntpath.join(info.prefix, "Library", "bin"), ENV)
+    path_value = host.env.get("PATH") or host.env.get("Path") or ""
+    entries = [p.strip().strip('"') for p in path_value.split(";") if p.strip()]
+    for index, entry in enumerate(entries):
+        scanner.scan(entry, PATH, index)
+
+    # Each module the child saw loaded gets its file version and the origin of its folder.
+    known: dict[str, tuple[str, int | None]] = {}
+    for file in [*scanner.runtime, *scanner.openmp, *scanner.cuda]:
+        known.setdefault(ntpath.dirname(file.path).rstrip("\\").lower(), (file.origin, file.path_index))
+    for folder, origin in ((torch_lib, TORCH_LIB), (app_dir, APP_DIR), (system32, SYSTEM32)):
+        if folder:
+            known.setdefault(folder.rstrip("\\").lower(), (origin, None))
+    modules = []
+    for path in _str_list(raw.get("modules")):
+        origin, position = _origin_of(path, known)
+        modules.append(
+            DllFile(ntpath.basename(path).lower(), path, host.file_version(path), origin, position)
+        )
+    if modules:
+        dll_load = dataclasses.replace(dll_load, modules=tuple(modules))
+
+    markers = knowledge.path_limits().store_python_markers
+    where = " ".join([ctx.target.interpreter.path, info.executable, info.prefix, app_dir])
+    torch_dir = ntpath.dirname(torch_lib) if torch_lib else None
+    cuda_on_path = tuple(f for f in scanner.cuda if f.origin == PATH)
+    return WindowsFacts(
+        system32=system32,
+        dll_load=dll_load,
+        redist=redist,
+        runtime_files=tuple(scanner.runtime),
+        openmp_files=tuple(scanner.openmp),
+        cuda_dlls_on_path=cuda_on_path,
+        torch_cuda_dlls=tuple(f for f in scanner.cuda if f.origin == TORCH_LIB),
+        store_python=any(m.lower() in where.lower() for m in markers),
+        long_paths_enabled=_long_paths(host),
+        torch_dir=torch_dir,
+        path=tuple(entries),
+        errors=tuple(errors),
+    )
+
+
+def describe(facts: WindowsFacts) -> str:
+    parts = []
+    redist = facts.redist_version
+    parts.append(f"VC++ runtime {redist}" if redist else "VC++ v14 redistributable not registered")
+    system_msvcp = facts.runtime("msvcp140.dll", SYSTEM32)
+    if system_msvcp and system_msvcp[0].version and system_msvcp[0].version != redist:
+        parts.append(f"System32 msvcp140.dll {system_msvcp[0].version}")
+    load = facts.dll_load
+    if load.status == "ok":
+        parts.append(f"torch's {load.loaded} DLLs load")
+    elif load.status == "failed" and load.first_failure is not None:
+        first = load.first_failure
+        parts.append(f"{first.dll} fails to load (WinError {first.winerror})")
+    elif load.status == "no_torch":
+        parts.append("no torch\\lib to load")
+    else:
+        parts.append(f"DLL check {load.status}")
+    if facts.store_python:
+        parts.append("Microsoft Store Python")
+    return ", ".join(parts)
+
+
+PROBE = ProbeSpec(
+    name="windows",
+    title="Windows runtime",
+    facts_type=WindowsFacts,
+    collect=collect,
+    describe=describe,
+    timeout=40.0,
+    slow=True,
+)
