@@ -18,8 +18,10 @@ MASK = "****"
 # scheme://user:password@host -> scheme://user:****@host ; scheme://token@host -> scheme://****@host
 # Greedy up to the last "@" before the path, as pip splits: a password may contain "@".
 _URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/\s'\"<>]+)@")
-# conda's token form: https://conda.anaconda.org/t/<token>/channel
-_CONDA_TOKEN = re.compile(r"(/t/)([^/\s'\"]+)(/)")
+# conda's token form: https://conda.anaconda.org/t/<token>/channel, also at the end of a
+# channel_alias (https://conda.anaconda.org/t/<token>), where no slash follows.
+_CONDA_TOKEN = re.compile(r"(/t/)([^/\s'\"]+)(?=/|[\s'\"]|$)")
+_CONDA_URL_TOKEN = re.compile(r"https?://[^\s'\"]*?/t/[^/\s'\"]+", re.IGNORECASE)
 _SECRET_QUERY = re.compile(
     r"([?&](?:[A-Za-z0-9_.-]*(?:token|secret|password|passwd|key|auth|signature|sig|credential)"
     r"[A-Za-z0-9_.-]*)=)([^&#\s'\"]+)",
@@ -42,8 +44,16 @@ def _userinfo(match: re.Match[str]) -> str:
 
 def redact_text(text: str) -> str:
     text = _URL_USERINFO.sub(_userinfo, text)
-    text = _CONDA_TOKEN.sub(lambda m: f"{m.group(1)}{MASK}{m.group(3)}", text)
+    text = _CONDA_TOKEN.sub(lambda m: f"{m.group(1)}{MASK}", text)
     return _SECRET_QUERY.sub(lambda m: f"{m.group(1)}{MASK}", text)
+
+
+def has_secret(text: str) -> bool:
+    """Whether `text` carries a credential redact_text would mask, masked already or not.
+
+    A conda /t/ segment counts only in an http(s) URL: elsewhere it is an ordinary folder.
+    """
+    return bool(_URL_USERINFO.search(text) or _SECRET_QUERY.search(text) or _CONDA_URL_TOKEN.search(text))
 
 
 def is_secret_name(name: str) -> bool:

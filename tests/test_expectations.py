@@ -18,6 +18,7 @@ from envdoctor.expectations import (
     parse_size,
     resolve,
 )
+from envdoctor.probes import PROBES
 
 
 def _resolve(tmp_path: Path, config: str | None = None, **options: object) -> object:
@@ -66,7 +67,7 @@ def test_options_become_typed_expectations(tmp_path: Path) -> None:
         ("min-gpu-memory", "24 parsecs", "not a size with a unit"),
         ("min-gpu-memory", "0GiB", "not a size with a unit"),
         ("ignore", "ED999", "ED999 is not a rule"),
-        ("only", "gpu", "gpu is not a probe (known: system, python, nvml, torch, toolkit, windows)"),
+        ("only", "gpu", f"gpu is not a probe (known: {', '.join(p.name for p in PROBES)})"),
     ],
 )
 def test_a_bad_option_names_key_value_and_a_valid_example(

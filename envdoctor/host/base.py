@@ -111,3 +111,7 @@ class Host(Protocol):
     def file_version(self, path: str) -> str | None:
         """A Windows file's version resource ("14.40.33810.0"); None when it has none or on other OSes."""
         ...
+
+    def home(self) -> str | None:
+        """The user's home folder as Python's expanduser("~") finds it; None when there is none."""
+        ...

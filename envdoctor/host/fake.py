@@ -39,6 +39,7 @@ class FakeHost:
     links: dict[str, str] = field(default_factory=dict)  # symlink path -> target
     registry: dict[tuple[str, int], dict[str, str | int]] = field(default_factory=dict)  # (key, view)
     file_versions: dict[str, str] = field(default_factory=dict)  # path -> version resource
+    home_dir: str | None = "/home/user"
 
     @property
     def env(self) -> Mapping[str, str]:
@@ -128,3 +129,6 @@ class FakeHost:
             if known.lower() == path.lower():
                 return version
         return None
+
+    def home(self) -> str | None:
+        return self.home_dir

@@ -140,6 +140,22 @@ class LiveHost:
         except (OSError, AttributeError, ValueError):  # no version resource, or an odd file
             return None
 
+    def home(self) -> str | None:
+        # What expanduser("~") gives, read from this host's environment: pip finds its legacy user
+        # file that way. Windows Python >= 3.8 uses USERPROFILE and ignores HOME.
+        if os.name == "nt":
+            drive_path = self._env.get("HOMEDRIVE", "") + self._env.get("HOMEPATH", "")
+            return self._env.get("USERPROFILE") or drive_path or None
+        home = self._env.get("HOME")
+        if home:
+            return home
+        try:
+            import pwd
+
+            return pwd.getpwuid(os.getuid()).pw_dir or None
+        except (ImportError, KeyError):
+            return None
+
 
 def parse_records(stdout: str) -> tuple[Mapping[str, Any], ...]:
     """Every stdout line that is a JSON object; anything else a library printed is skipped."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from envdoctor.probes import nvml, python_env, system, toolkit, torch_build, windows
+from envdoctor.probes import mirrors, nvml, python_env, system, toolkit, torch_build, windows
 from envdoctor.probes.base import CheckOptions, NotApplicable, ProbeContext, ProbeSpec
 
 PROBES: tuple[ProbeSpec[Any], ...] = (
@@ -14,6 +14,7 @@ PROBES: tuple[ProbeSpec[Any], ...] = (
     torch_build.PROBE,
     toolkit.PROBE,
     windows.PROBE,
+    mirrors.PROBE,
 )
 
 PROBES_BY_NAME: dict[str, ProbeSpec[Any]] = {p.name: p for p in PROBES}

@@ -1,9 +1,19 @@
 """Every rule, by area. Codes: 0xx torch install, 1xx driver, 2xx build, 4xx CUDA toolkit and library
-paths, 6xx Windows runtime and DLL loading, 7xx expectations, 9xx envdoctor itself."""
+paths, 5xx mirrors and package indexes, 6xx Windows runtime and DLL loading, 7xx expectations,
+9xx envdoctor itself."""
 
 from __future__ import annotations
 
-from envdoctor.rules import build, driver, envdoctor_self, expectations, toolkit, torch_install, windows
+from envdoctor.rules import (
+    build,
+    driver,
+    envdoctor_self,
+    expectations,
+    mirrors,
+    toolkit,
+    torch_install,
+    windows,
+)
 from envdoctor.rules.base import Hit, Rule, RuleContext, RuleDoc
 
 RULES: tuple[Rule, ...] = (
@@ -11,6 +21,7 @@ RULES: tuple[Rule, ...] = (
     *driver.RULES,
     *build.RULES,
     *toolkit.RULES,
+    *mirrors.RULES,
     *windows.RULES,
     *expectations.RULES,
     *envdoctor_self.RULES,
