@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from envdoctor.engine import judge, run_probes, selected_probes
@@ -11,7 +10,7 @@ from envdoctor.expectations import Settings, from_keywords
 from envdoctor.host.base import Host
 from envdoctor.model import Finding, Interpreter, Report, Severity
 from envdoctor.probes import CheckOptions, ProbeContext
-from envdoctor.target import TargetError, resolve_target
+from envdoctor.target import Target, TargetError, resolve_target
 
 
 def check(
@@ -29,7 +28,7 @@ def check(
         raise ValueError(f"envdoctor.require(python={python!r}): {reason}") from None
     if python is None:
         interpreter = Interpreter(target.interpreter.path, "the interpreter running this program")
-        target = dataclasses.replace(target, interpreter=interpreter)
+        target = Target(interpreter, target.info)
     ctx = ProbeContext(host=host, target=target, options=CheckOptions(timeout=timeout))
     return judge(host.platform(), target.interpreter, run_probes(ctx, selected_probes(settings)), settings)
 

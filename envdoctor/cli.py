@@ -70,6 +70,7 @@ def _warm_renderer(fmt: Enum) -> None:
 
     module = {"console": "console", "json": "json_report"}.get(fmt.value, fmt.value)
     importlib.import_module(f"envdoctor.render.{module}")
+    importlib.import_module("envdoctor.rules")
 
 
 def _live_report_inputs(
@@ -81,16 +82,20 @@ def _live_report_inputs(
     from envdoctor.engine import run_probes
     from envdoctor.host.live import LiveHost
     from envdoctor.probes import PROBES, CheckOptions, ProbeContext
-    from envdoctor.target import TargetError, resolve_target
+    from envdoctor.target import TargetError, start_target
 
     host = LiveHost()
     try:
-        target = resolve_target(host, python)
+        target = start_target(host, python)
     except TargetError as exc:
         fail(str(exc))
     ctx = ProbeContext(host=host, target=target, options=CheckOptions(timeout=timeout))
     chosen = PROBES if probes is None else probes
     results = run_probes(ctx, chosen, while_waiting=lambda: _warm_renderer(fmt))
+    try:
+        target.info  # noqa: B018 - an interpreter that did not answer is exit 2, not a finding
+    except TargetError as exc:
+        fail(str(exc))
     return host.platform(), target.interpreter, results
 
 

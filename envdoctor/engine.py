@@ -11,10 +11,9 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envdoctor import __version__
-from envdoctor.expectations import Expectations, Settings
 from envdoctor.model import (
     AreaVerdict,
     Finding,
@@ -26,8 +25,11 @@ from envdoctor.model import (
     Severity,
 )
 from envdoctor.probes import PROBES, NotApplicable, ProbeContext, ProbeSpec
-from envdoctor.rules import RULES, Rule, RuleContext
-from envdoctor.rules import expectations as expectation_rules
+
+if TYPE_CHECKING:
+    # Rules load while the probes run (see run_probes' while_waiting), not before they start.
+    from envdoctor.expectations import Expectations, Settings
+    from envdoctor.rules import Rule, RuleContext
 
 
 @dataclass
@@ -91,7 +93,11 @@ def run_probes(
     return tuple(results)
 
 
-def evaluate(ctx: RuleContext, rules: Sequence[Rule] = RULES) -> tuple[Finding, ...]:
+def evaluate(ctx: RuleContext, rules: Sequence[Rule] | None = None) -> tuple[Finding, ...]:
+    if rules is None:
+        from envdoctor.rules import RULES
+
+        rules = RULES
     findings: list[Finding] = []
     for rule in rules:
         if not ctx.can_run(rule):
@@ -158,10 +164,15 @@ def diagnose(
     *,
     strict: bool = False,
     source: str = "live",
-    rules: Sequence[Rule] = RULES,
+    rules: Sequence[Rule] | None = None,
     expectations: Expectations | None = None,
     ignore: Sequence[str] = (),
 ) -> Report:
+    from envdoctor.rules import RULES, RuleContext
+    from envdoctor.rules import expectations as expectation_rules
+
+    if rules is None:
+        rules = RULES
     stated = expectations if expectations is not None and expectations.stated else None
     ctx = RuleContext.build(platform, interpreter, probes, inputs=(stated,) if stated else ())
     active = [rule for rule in rules if rule.code not in ignore]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 from envdoctor.host.base import Host
@@ -32,10 +33,45 @@ class PythonInfo:
         return ".".join(self.version.split(".")[:2])
 
 
-@dataclass(frozen=True)
 class Target:
-    interpreter: Interpreter
-    info: PythonInfo
+    """The examined interpreter and what it said about itself.
+
+    `info` may still be on its way: start_target asks in the background so that the probes (the
+    torch import above all) need not wait for it; reading `info` then waits, or raises TargetError.
+    """
+
+    def __init__(self, interpreter: Interpreter, info: PythonInfo | None = None) -> None:
+        self.interpreter = interpreter
+        self._info = info
+        self._error: TargetError | None = None
+        self._asking: threading.Thread | None = None
+
+    def _ask_in_background(self, host: Host) -> None:
+        def ask() -> None:
+            try:
+                self._info = read_python_info(host, self.interpreter.path)
+            except TargetError as exc:
+                self._error = exc
+
+        self._asking = threading.Thread(target=ask, name="python-info", daemon=True)
+        self._asking.start()
+
+    @property
+    def info(self) -> PythonInfo:
+        if self._asking is not None:
+            self._asking.join()
+        if self._error is not None:
+            raise self._error
+        if self._info is None:  # only a Target built without info and never asked
+            raise TargetError(f"{self.interpreter.path}: nothing is known about this interpreter")
+        return self._info
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Target):
+            return NotImplemented
+        return (self.interpreter, self.info) == (other.interpreter, other.info)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 def choose_interpreter(host: Host, explicit: str | None) -> Interpreter:
@@ -62,14 +98,35 @@ def _env_pythons(prefix: str, windows: bool) -> tuple[str, ...]:
     return (f"{prefix}/bin/python", f"{prefix}/bin/python3")
 
 
-def resolve_target(host: Host, explicit: str | None) -> Target:
-    """Choose the interpreter and check that it runs; TargetError when it does not."""
+def _chosen(host: Host, explicit: str | None) -> Interpreter:
     interpreter = choose_interpreter(host, explicit)
     path = interpreter.path
     if explicit and not host.exists(path):
         raise TargetError(f"--python {path}: no such file; expected the path of a Python interpreter")
     if explicit and host.is_dir(path):
         raise TargetError(f"--python {path}: is a folder; expected an interpreter such as {path}/bin/python")
+    return interpreter
+
+
+def resolve_target(host: Host, explicit: str | None) -> Target:
+    """Choose the interpreter and check that it runs; TargetError when it does not."""
+    interpreter = _chosen(host, explicit)
+    return Target(interpreter, read_python_info(host, interpreter.path))
+
+
+def start_target(host: Host, explicit: str | None) -> Target:
+    """Like resolve_target, but an interpreter that is surely Python (envdoctor's own, or the
+    active environment's) is asked about itself in the background. A path given with --python
+    could be any program, so it is checked before any probe runs a script with it."""
+    if explicit:
+        return resolve_target(host, explicit)
+    target = Target(_chosen(host, None))
+    target._ask_in_background(host)
+    return target
+
+
+def read_python_info(host: Host, path: str) -> PythonInfo:
+    """What the interpreter says about itself; TargetError when it is no runnable Python."""
     outcome = host.python_json(path, "python_info.py", (), _INFO_TIMEOUT)
     records = [r for r in outcome.records if r.get("record") == "python"]
     if not records:
@@ -84,4 +141,4 @@ def resolve_target(host: Host, explicit: str | None) -> Target:
         info = from_data(PythonInfo, {k: v for k, v in records[-1].items() if k != "record"})
     except DataError as exc:
         raise TargetError(f"{path} gave an unexpected answer about itself ({exc})") from None
-    return Target(interpreter=interpreter, info=info)
+    return info

@@ -189,3 +189,24 @@ def test_check_is_read_only(tmp_path: Path) -> None:
     before = sorted(p.name for p in tmp_path.iterdir())
     run("check", "--from", str(FIXTURES / "linux-rtx3090-no-torch.json"), cwd=str(tmp_path))
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_broken_active_environment_is_exit_2(tmp_path: Path) -> None:
+    """The active environment's interpreter is asked in the background; a dead one is still exit 2."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    python = bin_dir / "python"
+    python.write_text("#!/bin/sh\nexit 3\n")
+    python.chmod(0o755)
+    full_env = {**os.environ, "VIRTUAL_ENV": str(tmp_path)}
+    full_env.pop("CONDA_PREFIX", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "envdoctor", "check"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=full_env,
+    )
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "not a runnable Python interpreter (exited with code 3" in lines[0]
