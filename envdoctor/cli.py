@@ -61,7 +61,18 @@ def _check_timeout(timeout: float) -> None:
         fail(f"--timeout {timeout:g}: expected seconds between 1 and 3600")
 
 
-def _live_report_inputs(python: str | None, timeout: float):  # type: ignore[no-untyped-def]
+SMOKE_SIZES = (16, 32768)
+
+
+def _check_smoke_size(size: int | None) -> None:
+    low, high = SMOKE_SIZES
+    if size is not None and not low <= size <= high:
+        fail(f"--smoke-size {size}: expected a matrix size between {low} and {high}")
+
+
+def _live_report_inputs(  # type: ignore[no-untyped-def]
+    python: str | None, timeout: float, smoke: bool = True, smoke_size: int | None = None
+):
     from envdoctor.engine import run_probes
     from envdoctor.host.live import LiveHost
     from envdoctor.probes import CheckOptions, ProbeContext
@@ -72,7 +83,8 @@ def _live_report_inputs(python: str | None, timeout: float):  # type: ignore[no-
         target = resolve_target(host, python)
     except TargetError as exc:
         fail(str(exc))
-    ctx = ProbeContext(host=host, target=target, options=CheckOptions(timeout=timeout))
+    options = CheckOptions(smoke=smoke, smoke_size=smoke_size, timeout=timeout)
+    ctx = ProbeContext(host=host, target=target, options=options)
     return host.platform(), target.interpreter, run_probes(ctx)
 
 
@@ -124,14 +136,27 @@ def check(
     strict: bool = typer.Option(False, "--strict", help="Treat warnings as failures (exit 1)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the facts behind each area."),
     output: Optional[str] = typer.Option(None, "--output", "-o", help="Write the report to FILE."),
+    no_smoke: bool = typer.Option(
+        False, "--no-smoke", help="Skip the smoke test (matmul, autograd, fp16/bf16, conv on each device)."
+    ),
+    smoke_size: Optional[int] = typer.Option(
+        None,
+        "--smoke-size",
+        metavar="N",
+        help="Smoke-test matrix size (default: 1024 on GPUs, reduced to fit free memory; 256 on the "
+        "CPU, which uses at most 1024).",
+    ),
 ) -> None:
     """Examine this machine (or a snapshot) and report what stops PyTorch from working."""
     from envdoctor.engine import diagnose
 
     _check_timeout(timeout)
+    _check_smoke_size(smoke_size)
     if from_snapshot is not None:
         if python is not None:
             fail("--from and --python cannot be combined: a snapshot already names its interpreter")
+        if no_smoke or smoke_size is not None:
+            fail("--from cannot be combined with --no-smoke or --smoke-size: the snapshot already holds one")
         from envdoctor.snapshot import SnapshotError, load
 
         try:
@@ -140,7 +165,7 @@ def check(
             fail(str(exc))
         report = diagnose(snap.platform, snap.interpreter, snap.probes, strict=strict, source=from_snapshot)
     else:
-        platform, interpreter, probes = _live_report_inputs(python, timeout)
+        platform, interpreter, probes = _live_report_inputs(python, timeout, not no_smoke, smoke_size)
         report = diagnose(platform, interpreter, probes, strict=strict)
     _emit(report, fmt, verbose, output)
     raise typer.Exit(report.exit_code)
@@ -152,12 +177,17 @@ def snapshot(
     python: Optional[str] = typer.Option(None, "--python", help="The interpreter to examine."),
     timeout: float = typer.Option(60.0, "--timeout", help="Seconds the probes may take."),
     description: str = typer.Option("", "--description", help="A note stored in the snapshot."),
+    no_smoke: bool = typer.Option(False, "--no-smoke", help="Skip the smoke test."),
+    smoke_size: Optional[int] = typer.Option(
+        None, "--smoke-size", metavar="N", help="Smoke-test matrix size (see `check --help`)."
+    ),
 ) -> None:
     """Record what the probes see here (credentials redacted), to diagnose elsewhere with --from."""
     from envdoctor.snapshot import Snapshot, dumps
 
     _check_timeout(timeout)
-    platform, interpreter, probes = _live_report_inputs(python, timeout)
+    _check_smoke_size(smoke_size)
+    platform, interpreter, probes = _live_report_inputs(python, timeout, not no_smoke, smoke_size)
     text = dumps(Snapshot(platform, interpreter, probes, description=description))
     _write(text, output)
     if output is not None:
