@@ -273,6 +273,9 @@ def skipped(reason: str) -> SmokeFacts:
 # -- words for the report --------------------------------------------------------------------
 
 
+_MESSAGE_WIDTH = 100
+
+
 def _duration(seconds: float) -> str:
     if seconds >= 1:
         return f"{seconds:.2f} s"
@@ -307,13 +310,9 @@ def _device_heading(device: SmokeDevice) -> str:
             size += f" (reduced from {device.requested_size} to fit free memory)"
         parts.append(size)
     if device.memory_total:
-        memory = "free "
-        if device.memory_free_before is not None:
-            memory += _bytes(device.memory_free_before)
-        if device.memory_free_after is not None:
-            memory += f" -> {_bytes(device.memory_free_after)}"
-        memory += f" of {_bytes(device.memory_total)}"
-        if device.peak_allocated is not None:
+        known = [m for m in (device.memory_free_before, device.memory_free_after) if m is not None]
+        memory = "free " + " -> ".join(_bytes(m) for m in known) + f" of {_bytes(device.memory_total)}"
+        if device.peak_allocated:
             memory += f", peak {_bytes(device.peak_allocated)}"
         parts.append(memory)
     return " · ".join(parts)
@@ -342,6 +341,8 @@ def _step_line(step: SmokeStep, size: int | None) -> str:
         return f"{head} wrong result: {step.note or 'did not match the reference'}"
     words = {"failed": "failed", "timeout": "timed out", "crashed": "crashed"}[step.status]
     message = step.error.message.strip().splitlines()[0] if step.error and step.error.message else ""
+    if len(message) > _MESSAGE_WIDTH:  # the finding quotes it in full
+        message = message[: _MESSAGE_WIDTH - 3].rstrip() + "..."
     return f"{head} {words}: {message}".rstrip()
 
 
@@ -365,9 +366,12 @@ def verdict(smoke: SmokeFacts | None) -> str | None:
         return None
     if not smoke.ran:
         return f"smoke test skipped ({smoke.skipped_reason})" if smoke.skipped_reason else None
-    bad = sorted({d.device for d, _ in smoke.problems}, key=lambda label: label != "cpu")
-    if bad:
-        return f"smoke test failed on {', '.join(bad)}"
+    hung = [d.device for d in smoke.devices if any(s.status == "timeout" for s in d.problems)]
+    failed = [d.device for d in smoke.devices if d.problems and d.device not in hung]
+    said = [f"failed on {', '.join(failed)}"] if failed else []
+    said += [f"hung on {', '.join(hung)}"] if hung else []
+    if said:
+        return "smoke test " + " and ".join(said)
     if not smoke.completed:
         return f"smoke test stopped early ({smoke.stopped})"
     return f"smoke test passed on {', '.join(d.device for d in smoke.devices)}"

@@ -166,6 +166,13 @@ def wheel_build(series: str, variant: str) -> WheelBuild | None:
     return None
 
 
+def closest_build(series: str, variant: str) -> WheelBuild | None:
+    """The build itself, else the newest known build of `variant` up to `series`; None if none."""
+    wanted = Version(series)
+    same = [b for b in wheel_builds() if b.variant == variant and b.version <= wanted]
+    return same[-1] if same else None
+
+
 def data_as_of() -> str:
     return str(load_table(_TABLE)["as_of"])
 
@@ -178,10 +185,6 @@ class ArchSupport:
     builds: tuple[WheelBuild, ...]  # oldest first
 
     @property
-    def oldest(self) -> WheelBuild | None:
-        return self.builds[0] if self.builds else None
-
-    @property
     def newest_series(self) -> str | None:
         return self.builds[-1].series if self.builds else None
 
@@ -189,13 +192,6 @@ class ArchSupport:
     def newest_variants(self) -> tuple[str, ...]:
         newest = self.newest_series
         return tuple(b.variant for b in self.builds if b.series == newest)
-
-    @property
-    def variant_range(self) -> tuple[str, str] | None:
-        if not self.builds:
-            return None
-        ordered = sorted(self.builds, key=lambda b: b.cuda_number)
-        return ordered[0].variant, ordered[-1].variant
 
     def summary(self) -> str:
         """What it takes: "sm_120 needs torch >= 2.7 with cu128 or newer (newest: torch 2.12 cu132)"."""

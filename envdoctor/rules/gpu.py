@@ -101,11 +101,15 @@ def uncovered_gpus(ctx: RuleContext) -> tuple[SeenGpu, ...]:
 
 
 def _planned_runs_on(fix: Fix, capability: Capability) -> bool:
-    """False when the planner proposes a build that envdoctor's data says lacks kernels for the GPU."""
+    """False when the planner proposes a build that envdoctor's data says lacks kernels for the GPU.
+
+    A release newer than the data is judged by the newest known build of the same variant: arch
+    lists change per variant, rarely within one.
+    """
     for command in fix.commands:
         match = _PLANNED.search(command)
         if match:
-            build = gpu_compute.wheel_build(match.group("series"), match.group("variant"))
+            build = gpu_compute.closest_build(match.group("series"), match.group("variant"))
             return build is None or build.runs_on(capability)
     return True
 
@@ -179,15 +183,16 @@ def _arch_not_in_build(ctx: RuleContext) -> Iterator[Hit]:
         if warning:
             detail += f' torch itself warned: "{_first_line(warning)}"'
             evidence.append(_first_line(warning)[:200])
+        confirmed: dict[tuple[str, str], list[str]] = {}
         for device in _smoke_devices(torch, cc):
             failed = [s for s in device.problems if s.error is not None]
             if failed:
                 step = failed[0]
-                detail += (
-                    f" The smoke test confirmed it: {step.label} on {device.device} failed with "
-                    f'"{_first_line(step.error.message if step.error else "")}".'
-                )
+                message = _first_line(step.error.message) if step.error else ""
+                confirmed.setdefault((step.label, message), []).append(device.device)
                 evidence.append(f"smoke {device.device} {step.step}: {step.status}")
+        for (label, message), labels in confirmed.items():
+            detail += f' The smoke test confirmed it: {label} on {", ".join(labels)} failed with "{message}".'
         yield Hit(
             title=f"torch {torch.version} has no kernels for {gpu.name} ({cc.sm})",
             detail=detail,
@@ -253,20 +258,21 @@ def _xid(ctx: RuleContext) -> Fix:
     return Fix(summary="Look for driver (Xid) and memory (ECC) errors", commands=tuple(commands))
 
 
-def _cause_fixes(ctx: RuleContext, cause: str | None, device: SmokeDevice) -> tuple[Fix, ...]:
+def _cause_fixes(ctx: RuleContext, cause: str | None, devices: tuple[SmokeDevice, ...]) -> tuple[Fix, ...]:
     torch = ctx.need(TorchFacts)
+    device = devices[0]
     if cause == "arch" and device.capability:
         return arch_fixes(ctx, Capability(*device.capability))
     if cause == "busy":
-        index = device.device.split(":")[-1]
         sudo = "" if ctx.platform.os == "windows" else "sudo "
+        which = f"-i {device.device.split(':')[-1]} " if len(devices) == 1 else ""
         return (
             _gpu_processes(),
             Fix(
                 summary="If the GPU is in exclusive-process mode, wait for that process, pick another "
                 "GPU (CUDA_VISIBLE_DEVICES), or have an administrator set the shared mode "
                 "(nvidia-smi numbers GPUs by PCI bus; CUDA may order them differently)",
-                commands=(f"{sudo}nvidia-smi -i {index} -c DEFAULT",),
+                commands=(f"{sudo}nvidia-smi {which}-c DEFAULT",),
             ),
         )
     if cause in ("device_fault", "wrong_result"):
@@ -308,7 +314,7 @@ def _step_story(step: SmokeStep) -> str:
         return f"{step.label} {step.status}"
     if step.status == "crashed":
         return f"{step.label}: {error.message}"
-    return f"{step.label} raised {error.type}: {error.message.strip()}"
+    return f"{step.label} raised {error.type}: {error.message.strip().rstrip('.')}"
 
 
 def _smoke_failed(ctx: RuleContext) -> Iterator[Hit]:
@@ -316,32 +322,37 @@ def _smoke_failed(ctx: RuleContext) -> Iterator[Hit]:
     if torch.smoke is None:
         return
     flagged = {g.capability for g in uncovered_gpus(ctx)}
+    # Identical failures on identical GPUs (two busy T4s) make one finding naming every device.
+    groups: dict[tuple[str, ...], list[tuple[SmokeDevice, list[SmokeStep]]]] = {}
     for device in torch.smoke.devices:
         steps = [s for s in device.problems if s.status in ("failed", "wrong", "crashed")]
         if not steps:
             continue
-        first = steps[0]
-        cause = smoke_cause(device, first)
+        cause = smoke_cause(device, steps[0])
         if cause == "memory":
             continue  # ED303
         if cause == "arch" and device.capability and Capability(*device.capability) in flagged:
             continue  # ED301 already explains it, with this failure as confirmation
+        key = (device.kind, device.name or "", steps[0].step, _first_line(_step_story(steps[0])))
+        groups.setdefault(key, []).append((device, steps))
+    for members in groups.values():
+        device, steps = members[0]
+        first = steps[0]
+        cause = smoke_cause(device, first)
+        labels = ", ".join(d.device for d, _ in members)
         name = f" ({device.name})" if device.name else ""
         if device.gpu:
             available = "torch.backends.mps" if device.kind == "mps" else "torch.cuda"
-            title = (
-                f"{first.label} fails on {device.device}{name} although {available}.is_available() is True"
-            )
+            title = f"{first.label} fails on {labels}{name} although {available}.is_available() is True"
         else:
             title = f"the CPU smoke test fails: {first.label}"
         detail = _step_story(first) + "."
         if len(steps) > 1:
             detail += " Also: " + "; ".join(_first_line(_step_story(s)) for s in steps[1:]) + "."
         detail += f"\nLikely cause: {_CAUSES.get(cause, _CAUSES[None])}."
-        evidence = [f"smoke {device.device} {s.step}: {s.status}" for s in steps]
-        yield Hit(
-            title=title, detail=detail, evidence=tuple(evidence), fixes=_cause_fixes(ctx, cause, device)
-        )
+        evidence = tuple(f"smoke {d.device} {s.step}: {s.status}" for d, ss in members for s in ss)
+        devices = tuple(d for d, _ in members)
+        yield Hit(title=title, detail=detail, evidence=evidence, fixes=_cause_fixes(ctx, cause, devices))
 
 
 def _bytes(count: int | None) -> str:
@@ -398,8 +409,8 @@ def _hung(ctx: RuleContext) -> Iterator[Hit]:
             if device.gpu:
                 detail = (
                     "A CUDA call that never returns usually means the GPU or its driver is stuck "
-                    "(Xid errors in the kernel log; a virtual GPU whose host driver or licence is "
-                    "not working), or another process monopolises the GPU."
+                    "(Xid errors in the kernel log; on a virtual GPU, possibly the host side), or "
+                    "another process monopolises the GPU."
                 )
                 if device.capability and arch:
                     entry = gpu_compute.serving_entry(arch, Capability(*device.capability))
