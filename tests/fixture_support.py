@@ -36,7 +36,7 @@ def fixture_report(name: str) -> Report:
 
 
 def findings_summary(report: Report) -> list[str]:
-    """"ED101 error" per finding, in report order: what the golden findings files hold."""
+    """ "ED101 error" per finding, in report order: what the golden findings files hold."""
     return [f"{f.code} {f.severity.value}" for f in report.findings]
 
 

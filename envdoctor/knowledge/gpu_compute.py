@@ -107,11 +107,13 @@ def ptx_runs_on(ptx: Capability, device: Capability, suffix: str = "") -> bool:
 
 
 def serving_entry(arch_list: tuple[ArchEntry, ...], device: Capability) -> ArchEntry | None:
-    """The arch-list entry whose code runs on `device`: a cubin first, else PTX; None when none does."""
-    for entry in arch_list:
+    """The entry whose code runs on `device` (the newest cubin that fits, else the newest usable
+    PTX, as the CUDA runtime picks); None when no entry does."""
+    newest_first = sorted(arch_list, key=lambda e: e.capability, reverse=True)
+    for entry in newest_first:
         if not entry.ptx and cubin_runs_on(entry.capability, device, entry.suffix):
             return entry
-    for entry in arch_list:
+    for entry in newest_first:
         if entry.ptx and ptx_runs_on(entry.capability, device, entry.suffix):
             return entry
     return None
