@@ -73,7 +73,8 @@ class SmokeDevice:
     kind: str  # cpu, cuda, rocm, mps
     name: str | None = None
     capability: tuple[int, int] | None = None
-    threads: int | None = None
+    threads: int | None = None  # the CPU steps run on one thread, to be immune to a loaded machine
+    threads_available: int | None = None  # torch's own thread count there
     size: int | None = None
     requested_size: int | None = None
     memory_free_before: int | None = None
@@ -184,6 +185,7 @@ class _DeviceBuilder:
             name=_text(self.start.get("name")),
             capability=_capability(self.start.get("capability")),
             threads=_integer(self.start.get("threads")),
+            threads_available=_integer(self.start.get("threads_available")),
             size=init.size if init is not None else None,
             requested_size=_integer(init_raw.get("requested_size")),
             memory_free_before=_integer(init_raw.get("memory_free_bytes")),
@@ -303,7 +305,10 @@ def _device_heading(device: SmokeDevice) -> str:
         sm = f" (sm_{device.capability[0]}{device.capability[1]})" if device.capability else ""
         parts.append(device.name + sm)
     if device.threads:
-        parts.append(f"{device.threads} threads")
+        threads = f"{device.threads} thread{'s' if device.threads != 1 else ''}"
+        if device.threads_available and device.threads_available != device.threads:
+            threads += f" (torch uses {device.threads_available})"
+        parts.append(threads)
     if device.size:
         size = f"{device.size}x{device.size}"
         if device.requested_size and device.size < device.requested_size:

@@ -45,6 +45,7 @@ def test_cpu_smoke_runs_for_real(default_run: tuple[TorchFacts, ChildOutcome]) -
     assert smoke is not None and smoke.ran and smoke.completed and smoke.passed
     cpu = smoke.device("cpu")
     assert cpu is not None and cpu.size == child.CPU_SIZE
+    assert cpu.threads == 1 and cpu.threads_available is not None and cpu.threads_available >= 1
     assert [s.step for s in cpu.steps] == ALL_STEPS
     for step in cpu.steps:
         assert step.status == "ok", step
