@@ -174,3 +174,34 @@ def test_child_scripts_keep_python36_syntax() -> None:
     for path in Path(CHILD_DIR).glob("*.py"):
         source = path.read_text(encoding="utf-8")
         ast.parse(source, filename=str(path), feature_version=(3, 6))
+
+
+def test_a_dtype_without_kernels_is_skipped_not_failed(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def no_half(self: child.Smoke, device: child.Device, n: int, dtype: object, precision: str) -> None:
+        raise RuntimeError("\"addmm_impl_cpu_\" not implemented for 'Half'")
+
+    monkeypatch.setattr(child.Smoke, "matmul", no_half)
+    smoke = child.Smoke(torch, {}, None, None)
+    cpu = child.Device(torch, "cpu", "cpu", "CPU")
+    assert smoke.run_step(cpu, "matmul_fp16", {"size": 64}) == "skipped"
+    records = parse_records(capsys.readouterr().out)
+    assert records[-1]["status"] == "skipped" and "not implemented for 'Half'" in records[-1]["note"]
+
+
+def test_a_cuda_error_is_a_failure_even_if_it_says_not_supported(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def broken(self: child.Smoke, device: child.Device, n: int, dtype: object, precision: str) -> None:
+        raise RuntimeError("CUDA error: operation not supported on this device")
+
+    monkeypatch.setattr(child.Smoke, "matmul", broken)
+    smoke = child.Smoke(torch, {}, None, None)
+    cpu = child.Device(torch, "cpu", "cpu", "CPU")
+    assert smoke.run_step(cpu, "matmul_bf16", {"size": 64}) == "failed"
+    record = parse_records(capsys.readouterr().out)[-1]
+    assert record["error"] == {
+        "type": "RuntimeError",
+        "message": "CUDA error: operation not supported on this device",
+    }

@@ -192,8 +192,24 @@ def first_line(text):
     return text.strip().splitlines()[0] if text.strip() else text
 
 
-class StepFailed(Exception):
+def arm_watchdog(seconds):
+    """Exit the process, with the stack on stderr, if the step is still running after `seconds`."""
+    for stream in (sys.stderr, sys.__stderr__):
+        try:
+            faulthandler.dump_traceback_later(seconds, exit=True, file=stream)
+            return True
+        except (AttributeError, ValueError, OSError, RuntimeError):
+            continue  # a stderr without a file descriptor: try the original one
+    return False  # no watchdog: the parent's timeout still ends a hang
+
+
+class StepSkipped(Exception):
     """A step that cannot run here (not supported): recorded as skipped, not as a failure."""
+
+
+# How torch says a dtype has no kernel on a device at all (old CPU builds: "addmm_impl_cpu_" not
+# implemented for 'Half'; MPS on older macOS: BFloat16 is not supported): nothing is broken.
+UNSUPPORTED = ("not implemented for", "not supported on", "is not supported")
 
 
 class Device(object):
@@ -405,13 +421,13 @@ class Smoke(object):
         record = {"device": device.label, "step": name, "timeout": limit}
         # The watchdog is a C thread: it fires even when a CUDA call holds the GIL, prints
         # "Timeout (...)!" with the stack on stderr and exits, so the parent knows which step hung.
-        faulthandler.dump_traceback_later(limit, exit=True)
+        arm_watchdog(limit)
         started = time.time()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
                 record.update(getattr(self, "step_" + name)(device, state))
-            except StepFailed as exc:
+            except StepSkipped as exc:
                 record["status"] = "skipped"
                 record["note"] = str(exc)
             except Exception as exc:
@@ -491,12 +507,23 @@ class Smoke(object):
 
     def step_matmul_fp16(self, device, state):
         size = state["size"] if device.gpu else min(state["size"], CPU_HALF_MAX)
-        return self.matmul(device, size, self.torch.float16, "float16")
+        return self.low_precision(device, size, self.torch.float16, "float16")
 
     def step_matmul_bf16(self, device, state):
         if device.supports("bfloat16") is False:
-            raise StepFailed("bfloat16 is not supported on this device")
-        return self.matmul(device, state["size"], self.torch.bfloat16, "bfloat16")
+            raise StepSkipped("bfloat16 is not supported on this device")
+        return self.low_precision(device, state["size"], self.torch.bfloat16, "bfloat16")
+
+    def low_precision(self, device, n, dtype, precision):
+        try:
+            return self.matmul(device, n, dtype, precision)
+        except Exception as exc:
+            text = str(exc)
+            if "CUDA error" not in text and any(word in text for word in UNSUPPORTED):
+                raise StepSkipped(
+                    "%s matmul not available here: %s" % (precision, first_line(text))
+                ) from None
+            raise
 
     def matmul(self, device, n, dtype, precision):
         a_cpu, b_cpu = self.matrices(n)
@@ -536,7 +563,7 @@ class Smoke(object):
         torch = self.torch
         backend = device.conv_backend()
         if backend is None:
-            raise StepFailed("cuDNN is not available in this build")
+            raise StepSkipped("cuDNN is not available in this build")
         import torch.nn.functional as functional
 
         batch, channels, side, out_channels = (8, 32, 32, 64) if device.gpu else (2, 16, 16, 16)
