@@ -117,7 +117,7 @@ def test_console_block_says_why_a_step_did_not_pass() -> None:
     assert any("reduced from 1024 to fit free memory" in line for line in lines)
     failed = [line for line in lines if "✗" in line]
     assert len(failed) == 1 and "failed: CUDA out of memory" in failed[0] and failed[0].endswith("...")
-    assert sum("skipped: not run after matmul_fp32 failed" in line for line in lines) == 4
+    assert sum("skipped: not run after matmul fp32 failed" in line for line in lines) == 4
     assert verdict(smoke) == "smoke test failed on cuda:0"
     hung = facts_from_outcome(load_scenario("linux-vgpu-a800-smoke-hang").torch_child).smoke
     assert verdict(hung) == "smoke test hung on cuda:0"

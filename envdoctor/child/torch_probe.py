@@ -385,7 +385,8 @@ class Smoke(object):
         try:
             for name in STEPS:
                 if state["failed"]:
-                    self.record_skip(device, name, "not run after %s failed" % state["failed"])
+                    why = "not run after %s failed" % state["failed"].replace("_", " ")
+                    self.record_skip(device, name, why)
                     continue
                 outcome = self.run_step(device, name, state)
                 if outcome == "failed":
