@@ -205,3 +205,18 @@ def test_a_cuda_error_is_a_failure_even_if_it_says_not_supported(
         "type": "RuntimeError",
         "message": "CUDA error: operation not supported on this device",
     }
+
+
+def test_big_products_are_checked_on_their_first_and_last_rows() -> None:
+    smoke = child.Smoke(torch, {}, None, None)
+    assert smoke.rows(1024) is None
+    rows = smoke.rows(2048)
+    assert rows is not None and len(rows) == 2 * child.SAMPLE_ROWS
+    assert int(rows[0]) == 0 and int(rows[-1]) == 2047
+    n = 2048
+    reference = smoke.reference(n, exact=False)
+    a, b = smoke.matrices(n)
+    product = a @ b
+    assert child.normalized_error(smoke.picked(product, n), reference, n) <= child.tolerance("float32", n)
+    product[-1, 5] += 100.0  # a wrong value in the last tile
+    assert child.normalized_error(smoke.picked(product, n), reference, n) > child.tolerance("bfloat16", n)

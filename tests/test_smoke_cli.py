@@ -20,8 +20,8 @@ def envdoctor(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[s
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("--smoke-size", "0"), "--smoke-size 0: expected a matrix size between 16 and 32768"),
-        (("--smoke-size", "100000"), "--smoke-size 100000: expected a matrix size between 16 and 32768"),
+        (("--smoke-size", "0"), "--smoke-size 0: expected a matrix size between 16 and 16384"),
+        (("--smoke-size", "100000"), "--smoke-size 100000: expected a matrix size between 16 and 16384"),
         (("--smoke-size", "big"), "Invalid value for '--smoke-size'"),
         (
             ("--from", str(FIXTURES / "linux-a100-healthy.json"), "--no-smoke"),
