@@ -332,9 +332,10 @@ def _step_line(step: SmokeStep, size: int | None) -> str:
         cells = [f"{_duration(step.time_per_iter or 0.0)}/iter"]
         rate = step.throughput
         cells.append(_rate(rate) if rate else "")
-        extra = step.note or ""
-        if step.size and size and step.size != size:
-            extra = f"{step.size}x{step.size}" + (f", {extra}" if extra else "")
+        extras = [f"{step.size}x{step.size}"] if step.size and size and step.size != size else []
+        extras += [step.note] if step.note else []
+        extras += ["TF32"] if step.precision == "tf32" else []
+        extra = ", ".join(extras)
         return f"{head} {cells[0]:>12}  {cells[1]:>13}  {extra}".rstrip()
     if step.status == "skipped":
         return f"{head} skipped: {step.note or 'not run'}"
