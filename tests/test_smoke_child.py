@@ -10,6 +10,7 @@ import ast
 import math
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -220,3 +221,11 @@ def test_big_products_are_checked_on_their_first_and_last_rows() -> None:
     assert child.normalized_error(smoke.picked(product, n), reference, n) <= child.tolerance("float32", n)
     product[-1, 5] += 100.0  # a wrong value in the last tile
     assert child.normalized_error(smoke.picked(product, n), reference, n) > child.tolerance("bfloat16", n)
+
+
+def test_steps_are_skipped_when_the_budget_is_spent(capsys: pytest.CaptureFixture[str]) -> None:
+    smoke = child.Smoke(torch, {}, None, deadline=time.time() + child.MIN_STEP_TIME / 2)
+    cpu = child.Device(torch, "cpu", "cpu", "CPU")
+    assert smoke.run_step(cpu, "init", {"size": None}) == "skipped"
+    record = parse_records(capsys.readouterr().out)[-1]
+    assert record["status"] == "skipped" and "raise --timeout" in record["note"]
