@@ -64,6 +64,15 @@ def _check_timeout(timeout: float) -> None:
         fail(f"--timeout {timeout:g}: expected seconds between 1 and 3600")
 
 
+SMOKE_SIZES = (16, 16384)  # the child's own limits (child/torch_probe.py MIN_SIZE, MAX_SIZE)
+
+
+def _check_smoke_size(size: int | None) -> None:
+    low, high = SMOKE_SIZES
+    if size is not None and not low <= size <= high:
+        fail(f"--smoke-size {size}: expected a matrix size between {low} and {high}")
+
+
 def _warm_renderer(fmt: Enum) -> None:
     """Import the renderer while the probes run, so it costs nothing after they finish."""
     import importlib
@@ -78,6 +87,8 @@ def _live_report_inputs(
     timeout: float,
     fmt: Enum = OutputFormat.json,
     probes: Sequence[ProbeSpec[Any]] | None = None,
+    smoke: bool = True,
+    smoke_size: int | None = None,
 ) -> tuple[PlatformInfo, Interpreter, tuple[ProbeResult, ...]]:
     from envdoctor.engine import run_probes
     from envdoctor.host.live import LiveHost
@@ -89,7 +100,8 @@ def _live_report_inputs(
         target = start_target(host, python)
     except TargetError as exc:
         fail(str(exc))
-    ctx = ProbeContext(host=host, target=target, options=CheckOptions(timeout=timeout))
+    options = CheckOptions(smoke=smoke, smoke_size=smoke_size, timeout=timeout)
+    ctx = ProbeContext(host=host, target=target, options=options)
     chosen = PROBES if probes is None else probes
     results = run_probes(ctx, chosen, while_waiting=lambda: _warm_renderer(fmt))
     try:
@@ -134,16 +146,29 @@ def check(
     timeout: float = typer.Option(60.0, "--timeout", help="Seconds the whole check may take."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the facts behind each area."),
     output: Optional[str] = typer.Option(None, "--output", "-o", help="Write the report to FILE."),
+    no_smoke: bool = typer.Option(
+        False, "--no-smoke", help="Skip the smoke test (matmul, autograd, fp16/bf16, conv on each device)."
+    ),
+    smoke_size: Optional[int] = typer.Option(
+        None,
+        "--smoke-size",
+        metavar="N",
+        help="Smoke-test matrix size (default: 1024 on GPUs, reduced to fit free memory; 256 on the "
+        "CPU, which uses at most 1024).",
+    ),
     requested: Optional[dict[str, Any]] = None,  # the options check_options adds, keyed by option name
 ) -> None:
     """Examine this machine (or a snapshot) and report what stops PyTorch from working."""
     from envdoctor.engine import judge, selected_probes
 
     _check_timeout(timeout)
+    _check_smoke_size(smoke_size)
     settings = settings_for(requested or {}, fail)
     if from_snapshot is not None:
         if python is not None:
             fail("--from and --python cannot be combined: a snapshot already names its interpreter")
+        if no_smoke or smoke_size is not None:
+            fail("--from cannot be combined with --no-smoke or --smoke-size: the snapshot already holds one")
         from envdoctor.snapshot import SnapshotError, load
 
         try:
@@ -152,7 +177,9 @@ def check(
             fail(str(exc))
         report = judge(snap.platform, snap.interpreter, snap.probes, settings, source=from_snapshot)
     else:
-        inputs = _live_report_inputs(python, timeout, fmt, selected_probes(settings))
+        inputs = _live_report_inputs(
+            python, timeout, fmt, selected_probes(settings), smoke=not no_smoke, smoke_size=smoke_size
+        )
         report = judge(*inputs, settings)
     emit(report, fmt, verbose, output, _write)
     raise typer.Exit(report.exit_code)
@@ -164,12 +191,19 @@ def snapshot(
     python: Optional[str] = typer.Option(None, "--python", help="The interpreter to examine."),
     timeout: float = typer.Option(60.0, "--timeout", help="Seconds the probes may take."),
     description: str = typer.Option("", "--description", help="A note stored in the snapshot."),
+    no_smoke: bool = typer.Option(False, "--no-smoke", help="Skip the smoke test."),
+    smoke_size: Optional[int] = typer.Option(
+        None, "--smoke-size", metavar="N", help="Smoke-test matrix size (see `check --help`)."
+    ),
 ) -> None:
     """Record what the probes see here (credentials redacted), to diagnose elsewhere with --from."""
     from envdoctor.snapshot import Snapshot, dumps
 
     _check_timeout(timeout)
-    platform, interpreter, probes = _live_report_inputs(python, timeout)
+    _check_smoke_size(smoke_size)
+    platform, interpreter, probes = _live_report_inputs(
+        python, timeout, smoke=not no_smoke, smoke_size=smoke_size
+    )
     text = dumps(Snapshot(platform, interpreter, probes, description=description))
     _write(text, output)
     if output is not None:

@@ -143,9 +143,11 @@ def area_verdicts(
         if spec is None:
             continue
         worst = max((f.severity for f in findings if f.area == result.probe), default=Severity.OK)
+        details: tuple[str, ...] = ()
         if result.status is ProbeStatus.OK:
             try:
                 verdict = spec.describe_any(result.facts)
+                details = spec.details_any(result.facts)
             except Exception as exc:  # describing must never cost the report
                 verdict = f"(could not describe: {type(exc).__name__})"
         elif result.status is ProbeStatus.NOT_APPLICABLE:
@@ -153,7 +155,7 @@ def area_verdicts(
         else:
             worst = max(worst, Severity.WARNING)
             verdict = f"{result.status.value}: {result.error}"
-        verdicts.append(AreaVerdict(result.probe, spec.title, worst, verdict))
+        verdicts.append(AreaVerdict(result.probe, spec.title, worst, verdict, details))
     return tuple(verdicts)
 
 

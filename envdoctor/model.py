@@ -142,3 +142,4 @@ class AreaVerdict:
     title: str
     severity: Severity
     verdict: str
+    details: tuple[str, ...] = ()  # lines shown under the area line (the smoke test's block)

@@ -18,7 +18,13 @@ FIXTURES = ROOT / "fixtures"
 GOLDEN = ROOT / "tests" / "golden"
 
 # Fixtures whose whole console report is kept as golden text (plain, no colour, fixed width).
-CONSOLE_GOLDEN = ("linux-driver470-cu124-too-old", "win11-rtx4070-pypi-cpu-torch")
+CONSOLE_GOLDEN = (
+    "linux-driver470-cu124-too-old",
+    "win11-rtx4070-pypi-cpu-torch",
+    "linux-a100-healthy",
+    "linux-rtx5090-cu124-no-sm120",
+    "linux-vgpu-a800-smoke-hang",
+)
 
 
 def fixture_names() -> list[str]:

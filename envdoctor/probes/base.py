@@ -34,7 +34,8 @@ class ProbeContext:
 
 @dataclass(frozen=True)
 class ProbeSpec(Generic[F]):
-    """One probe. `describe` turns its facts into the short verdict of its area line."""
+    """One probe. `describe` turns its facts into the short verdict of its area line; `details`,
+    when given, into lines the console shows under it (the smoke test's block)."""
 
     name: str
     title: str
@@ -43,6 +44,10 @@ class ProbeSpec(Generic[F]):
     describe: Callable[[F], str]
     timeout: float = 10.0
     slow: bool = False  # started first, so the others hide behind it
+    details: Callable[[F], tuple[str, ...]] | None = None
 
     def describe_any(self, facts: Any) -> str:
         return self.describe(facts)
+
+    def details_any(self, facts: Any) -> tuple[str, ...]:
+        return self.details(facts) if self.details is not None else ()

@@ -1,7 +1,8 @@
 """torch as the target interpreter sees it: build, bundled CUDA/cuDNN, arch list, devices, warnings.
 
 Everything runs in a child process of the target interpreter (child/torch_probe.py); an import that
-raises, exits, segfaults or hangs comes back as facts.
+raises, exits, segfaults or hangs comes back as facts. The same child then runs the smoke test
+(envdoctor/smoke.py holds its facts), so torch is imported once.
 """
 
 from __future__ import annotations
@@ -11,8 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from envdoctor import smoke as smoke_facts
 from envdoctor.host.base import ChildOutcome
-from envdoctor.probes.base import ProbeContext, ProbeSpec
+from envdoctor.probes.base import CheckOptions, ProbeContext, ProbeSpec
+from envdoctor.smoke import SmokeFacts
 
 _MARGIN = 2.0  # seconds left to the engine after the child's own timeout
 
@@ -79,6 +82,7 @@ class TorchFacts:
     import_seconds: float | None = None
     cuda_visible_devices: str | None = None  # as the target interpreter sees it; None when unset
     crash: ChildEnd | None = None
+    smoke: SmokeFacts | None = None  # None: not run (older snapshots, no torch, import failed)
 
     @property
     def imported(self) -> bool:
@@ -135,7 +139,7 @@ def _python_error(raw: Any) -> PythonError | None:
     )
 
 
-def facts_from_outcome(outcome: ChildOutcome) -> TorchFacts:
+def facts_from_outcome(outcome: ChildOutcome, smoke: bool = True) -> TorchFacts:
     """Turn the child's records, or the way it died, into facts."""
     records = [r for r in outcome.records if r.get("record") == "torch"]
     stages = [str(r.get("stage")) for r in outcome.records if r.get("record") == "stage"]
@@ -189,13 +193,28 @@ def facts_from_outcome(outcome: ChildOutcome) -> TorchFacts:
         ),
         import_seconds=raw.get("import_seconds"),
         cuda_visible_devices=raw.get("cuda_visible_devices"),
+        smoke=smoke_facts.smoke_from_records(outcome.records, outcome)
+        if smoke
+        else smoke_facts.skipped("--no-smoke"),
     )
 
 
+def child_args(options: CheckOptions, timeout: float) -> tuple[str, ...]:
+    """The torch child's arguments: whether and how big to smoke-test, and its time budget."""
+    if not options.smoke:
+        return ("--no-smoke",)
+    args = ["--budget", f"{timeout:.1f}"]
+    if options.smoke_size is not None:
+        args += ["--smoke-size", str(options.smoke_size)]
+    return tuple(args)
+
+
 def collect(ctx: ProbeContext) -> TorchFacts:
-    timeout = max(5.0, ctx.options.timeout - _MARGIN)
-    outcome = ctx.host.python_json(ctx.target.interpreter.path, "torch_probe.py", (), timeout)
-    return facts_from_outcome(outcome)
+    # The engine stops waiting at --timeout; the child must end (and report) before that.
+    timeout = max(5.0, min(ctx.options.timeout, PROBE.timeout) - _MARGIN)
+    args = child_args(ctx.options, timeout)
+    outcome = ctx.host.python_json(ctx.target.interpreter.path, "torch_probe.py", args, timeout)
+    return facts_from_outcome(outcome, smoke=ctx.options.smoke)
 
 
 def describe(facts: TorchFacts) -> str:
@@ -230,7 +249,13 @@ def describe(facts: TorchFacts) -> str:
         )
     if facts.mps_available:
         parts.append("MPS available")
-    return ", ".join(parts)
+    text = ", ".join(parts)
+    said = smoke_facts.verdict(facts.smoke)
+    return f"{text}; {said}" if said else text
+
+
+def details(facts: TorchFacts) -> tuple[str, ...]:
+    return smoke_facts.describe_lines(facts.smoke)
 
 
 PROBE = ProbeSpec(
@@ -239,6 +264,9 @@ PROBE = ProbeSpec(
     facts_type=TorchFacts,
     collect=collect,
     describe=describe,
-    timeout=60.0,
+    details=details,
+    # Bounded by --timeout (the engine takes the smaller): a slow import or smoke test on a big
+    # machine gets what the user allows, not a fixed minute.
+    timeout=3600.0,
     slow=True,
 )

@@ -53,6 +53,14 @@ class _Glyphs:
     def __call__(self, glyph: str) -> str:
         return glyph if self.unicode else _ASCII_MARKS.get(glyph, glyph)
 
+    def line(self, text: str) -> str:
+        """`text` with every mark this console cannot print replaced by its ASCII form."""
+        if self.unicode:
+            return text
+        for mark, plain in _ASCII_MARKS.items():
+            text = text.replace(mark, plain)
+        return text
+
 
 def _fact_lines(facts: object) -> list[str]:
     data = to_data(facts)
@@ -115,6 +123,11 @@ def render_console(report: Report, console: Console, verbose: bool = False) -> N
                 f" {glyph('—')} {area.verdict}",
             )
         )
+        for line in area.details:
+            detail = Text("    " + glyph.line(line))
+            detail.highlight_regex(r"✓|(?<= )OK(?= )", "green")
+            detail.highlight_regex(r"✗|(?<= )X(?= )", "red")
+            console.print(detail)
         facts = facts_by_probe.get(area.area)
         if verbose and facts is not None:
             for line in _fact_lines(facts):

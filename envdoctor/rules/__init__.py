@@ -1,6 +1,6 @@
-"""Every rule, by area. Codes: 0xx torch install, 1xx driver, 2xx build, 4xx CUDA toolkit and library
-paths, 5xx mirrors and package indexes, 6xx Windows runtime and DLL loading, 7xx expectations,
-9xx envdoctor itself."""
+"""Every rule, by area. Codes: 0xx torch install, 1xx driver, 2xx build, 3xx GPU architecture and
+smoke test, 4xx CUDA toolkit and library paths, 5xx mirrors and package indexes, 6xx Windows runtime
+and DLL loading, 7xx expectations, 9xx envdoctor itself."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from envdoctor.rules import (
     driver,
     envdoctor_self,
     expectations,
+    gpu,
     mirrors,
     toolkit,
     torch_install,
@@ -20,6 +21,7 @@ RULES: tuple[Rule, ...] = (
     *torch_install.RULES,
     *driver.RULES,
     *build.RULES,
+    *gpu.RULES,
     *toolkit.RULES,
     *mirrors.RULES,
     *windows.RULES,
