@@ -11,6 +11,7 @@ torch (design goal 1.15x of import + one 1024x1024 matmul), and faster than coll
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -21,17 +22,20 @@ def commands(python: str) -> dict[str, list[str]]:
     return {
         "import torch": [python, "-c", "import torch"],
         "import torch + matmul": [python, "-c", "import torch; a = torch.randn(1024, 1024); a @ a"],
+        # As users run it: examining its own interpreter (or the active env). --python is only
+        # added for another interpreter, and then the early start of the torch child is skipped.
         "envdoctor check": [
-            *(sys.executable, "-m", "envdoctor", "check"),
-            *("--python", python, "--format", "json"),
+            *(sys.executable, "-m", "envdoctor", "check", "--format", "json"),
+            *(() if python == sys.executable else ("--python", python)),
         ],
         "collect_env": [python, "-m", "torch.utils.collect_env"],
     }
 
 
 def time_once(argv: list[str]) -> float:
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX")}
     started = time.perf_counter()
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env=env)
     return time.perf_counter() - started
 
 

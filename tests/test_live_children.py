@@ -110,3 +110,30 @@ def test_nvml_child_answers_here() -> None:
         "version_mismatch",
         "no_permission",
     }
+
+
+@posix_only
+def test_an_early_child_is_adopted_not_started_twice(tmp_path: Path) -> None:
+    from envdoctor.host import live
+
+    runs = tmp_path / "runs"
+    python = _fake_python(
+        tmp_path, f'echo run >> "{runs}"; echo \'{{"record": "torch", "installed": false}}\''
+    )
+    live.start_early(python, "torch_probe.py", ("--no-smoke",))
+    outcome = LiveHost().python_json(python, "torch_probe.py", ("--no-smoke",), 30)
+    assert outcome.records == ({"record": "torch", "installed": False},)
+    assert runs.read_text().splitlines() == ["run"]
+
+
+@posix_only
+def test_an_early_child_with_other_arguments_is_not_adopted_and_is_killed(tmp_path: Path) -> None:
+    from envdoctor.host import live
+
+    python = _fake_python(tmp_path, "sleep 60 & wait")
+    live.start_early(python, "torch_probe.py", ("--budget", "58.0"))
+    ((proc, _),) = live._EARLY.values()
+    outcome = LiveHost().python_json(python, "torch_probe.py", ("--no-smoke",), 0.5)
+    assert outcome.timed_out  # a child of its own, which hung like the fake does
+    live.discard_early()
+    assert proc.wait(timeout=10) is not None and not live._EARLY

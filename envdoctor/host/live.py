@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import platform
@@ -92,16 +93,17 @@ class LiveHost:
         return CommandResult(returncode=proc.returncode, stdout=out, stderr=err)
 
     def python_json(self, interpreter: str, script: str, args: Sequence[str], timeout: float) -> ChildOutcome:
-        argv = [interpreter, str(CHILD_DIR / script), *args]
-        started = time.perf_counter()
-        env = dict(self._env)
-        # The child's records are ASCII JSON; this keeps a legacy console code page from mangling
-        # any message text torch prints on stderr.
-        env.setdefault("PYTHONIOENCODING", "utf-8")
-        try:
-            proc = _start(argv, env)
-        except OSError as exc:
-            return ChildOutcome(records=(), returncode=None, start_error=_describe_start_error(exc))
+        early = _EARLY.pop((interpreter, script, tuple(args)), None) if self._env == os.environ else None
+        if early is not None:
+            proc, started = early
+        else:
+            started = time.perf_counter()
+            try:
+                proc = _start(_child_argv(interpreter, script, args), _child_env(self._env))
+            except OSError as exc:
+                return ChildOutcome(records=(), returncode=None, start_error=_describe_start_error(exc))
+        # A child started early counts its timeout from its own start.
+        timeout = max(0.0, started + timeout - time.perf_counter())
         timed_out = False
         try:
             out, err = proc.communicate(timeout=timeout)
@@ -155,6 +157,49 @@ class LiveHost:
             return pwd.getpwuid(os.getuid()).pw_dir or None
         except (ImportError, KeyError):
             return None
+
+
+def _child_argv(interpreter: str, script: str, args: Sequence[str]) -> list[str]:
+    return [interpreter, str(CHILD_DIR / script), *args]
+
+
+def _child_env(environ: Mapping[str, str]) -> dict[str, str]:
+    env = dict(environ)
+    # The child's records are ASCII JSON; this keeps a legacy console code page from mangling
+    # any message text torch prints on stderr.
+    env.setdefault("PYTHONIOENCODING", "utf-8")
+    return env
+
+
+# Children started before the probes ran (see start_early), by (interpreter, script, args).
+_EARLY: dict[tuple[str, str, tuple[str, ...]], tuple[subprocess.Popen[str], float]] = {}
+
+
+def start_early(interpreter: str, script: str, args: Sequence[str]) -> None:
+    """Start a child script now, for a later python_json with exactly these arguments to adopt.
+
+    The torch child is the floor of a check (about a second of importing torch); starting it
+    before envdoctor has even imported its CLI hides that start-up behind it. A child nobody
+    adopts is killed at exit. Failure to start is ignored here: python_json will report it.
+    """
+    key = (interpreter, script, tuple(args))
+    if key in _EARLY:
+        return
+    try:
+        proc = _start(_child_argv(interpreter, script, args), _child_env(os.environ))
+    except OSError:
+        return
+    if not _EARLY:
+        atexit.register(discard_early)
+    _EARLY[key] = (proc, time.perf_counter())
+
+
+def discard_early() -> None:
+    """Kill the early children no probe adopted (say, `--skip torch` came from a config file)."""
+    while _EARLY:
+        _, (proc, _) = _EARLY.popitem()
+        if proc.poll() is None:
+            _kill(proc)
 
 
 def parse_records(stdout: str) -> tuple[Mapping[str, Any], ...]:

@@ -209,9 +209,13 @@ def child_args(options: CheckOptions, timeout: float) -> tuple[str, ...]:
     return tuple(args)
 
 
-def collect(ctx: ProbeContext) -> TorchFacts:
+def child_timeout(options: CheckOptions) -> float:
     # The engine stops waiting at --timeout; the child must end (and report) before that.
-    timeout = max(5.0, min(ctx.options.timeout, PROBE.timeout) - _MARGIN)
+    return max(5.0, min(options.timeout, PROBE.timeout) - _MARGIN)
+
+
+def collect(ctx: ProbeContext) -> TorchFacts:
+    timeout = child_timeout(ctx.options)
     args = child_args(ctx.options, timeout)
     outcome = ctx.host.python_json(ctx.target.interpreter.path, "torch_probe.py", args, timeout)
     return facts_from_outcome(outcome, smoke=ctx.options.smoke)
