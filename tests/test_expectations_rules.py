@@ -86,7 +86,7 @@ def test_every_unmet_expectation_is_an_error_with_found_and_fix() -> None:
     )
     assert "Tesla V100-SXM2-32GB is 7.0" in by_code["ED705"].title
     assert "32.00 GiB" in by_code["ED706"].title
-    assert "smoke results not available" in by_code["ED707"].title
+    assert "the smoke test did not run" in by_code["ED707"].title
     # The install fix meets both version expectations on this driver (525: CUDA 12.x through
     # minor-version compatibility), pinned; the planner picks the index (cu124 is PyPI's 2.5.1).
     (command,) = by_code["ED704"].fixes[0].commands
@@ -195,3 +195,35 @@ def test_prerelease_and_local_versions() -> None:
     assert not run(HEALTHY, Expectations(torch=">=2.4"), snap=snap).findings
     assert codes(run(HEALTHY, Expectations(torch="<2.6"), snap=snap)) == ["ED704"]
     assert not run(HEALTHY, Expectations(torch="==2.3.1")).findings  # +cu121 is ignored by ==2.3.1
+
+
+def test_require_smoke_is_met_by_a_passed_gpu_smoke_test() -> None:
+    report = run("linux-a100-healthy", Expectations(smoke=True))
+    assert "ED707" not in codes(report)
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        (
+            "linux-t4-busy-despite-is-available",
+            "0: Tesla T4 (sm_75): init failed; 1: Tesla T4 (sm_75): init failed",
+        ),
+        ("linux-rtx3090-gpu-out-of-memory", "0: NVIDIA GeForce RTX 3090 (sm_86): matmul fp32 failed"),
+        ("linux-vgpu-a800-smoke-hang", "0: GRID A800D-40C (sm_80): init timeout"),
+    ],
+)
+def test_require_smoke_is_unmet_when_a_gpu_step_fails(name: str, says: str) -> None:
+    report = run(name, Expectations(smoke=True))
+    (finding,) = [f for f in report.findings if f.code == "ED707"]
+    assert finding.title.endswith(f"not met: {says}")
+    assert any(code.startswith("ED30") for code in codes(report))
+
+
+def test_require_smoke_with_the_smoke_test_skipped() -> None:
+    snap = snapshot("linux-a100-healthy")
+    torch = next(p.facts for p in snap.probes if p.probe == "torch")
+    skipped = with_torch(snap, smoke=dataclasses.replace(torch.smoke, ran=False, skipped_reason="--no-smoke"))
+    (finding,) = [f for f in run("", Expectations(smoke=True), snap=skipped).findings if f.code == "ED707"]
+    assert "did not run (--no-smoke)" in finding.title
+    assert finding.fixes[0].commands == ("envdoctor check --require-smoke",)

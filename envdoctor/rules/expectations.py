@@ -416,6 +416,26 @@ def _memory(ctx: RuleContext) -> Iterator[Hit]:
 # --- ED707: the smoke test --------------------------------------------------------------------------
 
 
+def _smoke_gaps(torch: TorchFacts | None, devices: tuple[TorchDevice, ...]) -> tuple[str, str]:
+    """(what was found, evidence) when the smoke test does not vouch for every GPU; ("", "") else."""
+    smoke = torch.smoke if torch is not None else None
+    if smoke is None:
+        return "the smoke test did not run (these facts hold no smoke results)", "torch.smoke: absent"
+    if not smoke.ran:
+        return f"the smoke test did not run ({smoke.skipped_reason or 'skipped'})", "torch.smoke.ran = false"
+    gaps = []
+    for device in devices:
+        result = smoke.device(f"cuda:{device.index}")
+        if result is None:
+            gaps.append(f"{_device_name(device)}: no smoke result")
+        elif not result.passed:
+            failed = ", ".join(f"{step.label} {step.status}" for step in result.problems) or "incomplete"
+            gaps.append(f"{_device_name(device)}: {failed}")
+    if smoke.stopped and not gaps:
+        gaps.append(f"the smoke test stopped early ({smoke.stopped})")
+    return "; ".join(gaps), "torch.smoke.devices"
+
+
 def _smoke(ctx: RuleContext) -> Iterator[Hit]:
     expect = ctx.need(Expectations)
     if not expect.smoke:
@@ -423,12 +443,24 @@ def _smoke(ctx: RuleContext) -> Iterator[Hit]:
     view = gpu_view(ctx)
     if not view.devices:
         return  # ED701 already says there is no GPU to test
+    found, where = _smoke_gaps(ctx.get(TorchFacts), view.devices)
+    if not found:
+        return
+    not_run = found.startswith("the smoke test did not run")
     yield Hit(
-        title=_title("require-smoke", True, "smoke results not available"),
-        detail="The project needs a passed GPU smoke test (a small computation on each GPU), but "
-        "this check produced no smoke test results, so the expectation cannot be confirmed.",
-        evidence=_evidence("require-smoke", True, "torch.smoke: absent"),
-        fixes=(Fix(summary="Use an envdoctor that runs the GPU smoke test, or drop require-smoke"),),
+        title=_title("require-smoke", True, found),
+        detail="The project needs a passed GPU smoke test (matmul, autograd, fp16/bf16 and a "
+        f"convolution on each GPU torch uses); {found}."
+        + ("" if not_run else " The smoke test's own finding (ED30x) gives the error and the fix."),
+        evidence=_evidence("require-smoke", True, where),
+        fixes=(
+            Fix(
+                summary="Run the check with the smoke test (leave out --no-smoke)",
+                commands=("envdoctor check --require-smoke",),
+            )
+            if not_run
+            else Fix(summary="Fix what the smoke test's finding names, then check again"),
+        ),
     )
 
 
