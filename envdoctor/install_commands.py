@@ -12,9 +12,6 @@ from envdoctor import knowledge
 from envdoctor.knowledge import Release, conda, mirrors
 from envdoctor.shell import join
 
-# How a PyTorch-wheel mirror lays out its per-variant folders. Aliyun's is reported to be a flat
-# file listing (pip -f, uv format = "flat"): mirror_facts.md 4.3 [weak]. The others are PEP 503.
-_FLAT_WHEEL_MIRRORS = frozenset({"aliyun-pytorch"})
 PIP_NO_PRIORITY = "pytorch/pytorch#96884"
 
 
@@ -84,9 +81,8 @@ def choose_index(
     if wheels is not None and wheels.name != "official-pytorch":
         if wheels.status != "ok":
             warnings.append(f"{wheels.title} is marked {wheels.status} in envdoctor's data: {wheels.note}")
-        flat = wheels.name in _FLAT_WHEEL_MIRRORS
         url = mirrors.pytorch_wheel_url(wheels, variant)
-        return IndexChoice(url, "-f" if flat else form.index_option, flat)
+        return IndexChoice(url, "-f" if wheels.flat else form.index_option, wheels.flat)
     if mirror is not None and mirror.pypi:
         where = platform.split("-")[0]
         warnings.append(

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from envdoctor.engine import evaluate
-from envdoctor.knowledge import gpu_compute, load_table
-from envdoctor.knowledge.gpu_compute import Capability, cubin_runs_on, parse_arch, ptx_runs_on
+from envdoctor.knowledge import gpu_compute
+from envdoctor.knowledge.archs import Capability, cubin_runs_on, parse_capability, ptx_runs_on
+from envdoctor.knowledge.gpu_compute import parse_arch
 from envdoctor.model import Finding, Interpreter, PlatformInfo, ProbeResult, ProbeStatus
 from envdoctor.probes.nvml import Gpu, NvmlFacts
 from envdoctor.probes.python_env import PythonFacts
@@ -14,44 +15,20 @@ from envdoctor.probes.torch_build import TorchDevice, TorchFacts
 from envdoctor.rules.base import RuleContext
 from envdoctor.smoke import SmokeDevice, SmokeError, SmokeFacts, SmokeStep
 
-CC = Capability.parse
+
+def CC(text: str) -> Capability:
+    found = parse_capability(text)
+    assert found is not None, text
+    return found
+
+
 LINUX = PlatformInfo("Linux", "6.8.0", "#1", "x86_64")
 PYTHON = "/home/user/project/.venv/bin/python"
 CU12_ARCHS = ("sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90")
 CU128_ARCHS = ("sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120")
 
 
-# -- the compatibility rule ------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("cubin", "device", "runs"),
-    [
-        ("8.6", "8.9", True),  # Ada runs the sm_86 cubins
-        ("8.0", "8.6", True),
-        ("8.6", "8.0", False),  # never an older minor
-        ("9.0", "12.0", False),  # never another major
-        ("12.0", "12.1", True),  # DGX Spark runs sm_120 cubins
-        ("10.0", "10.3", True),
-        ("8.0", "8.7", False),  # Jetson Orin does not run the dGPU sm_80 cubins
-        ("8.7", "8.7", True),
-        ("8.7", "8.9", False),  # nor do Tegra cubins run anywhere else
-        ("5.0", "5.3", False),
-        ("6.0", "6.2", False),
-        ("7.0", "7.2", False),
-        ("10.0", "10.1", False),
-        ("10.1", "11.0", True),  # sm_101 was renamed sm_110 (CUDA 13)
-    ],
-)
-def test_cubin_rule(cubin: str, device: str, runs: bool) -> None:
-    assert cubin_runs_on(CC(cubin), CC(device)) is runs
-
-
-def test_ptx_runs_on_equal_or_newer_gpus_tegra_included() -> None:
-    assert ptx_runs_on(CC("12.0"), CC("12.1"))
-    assert ptx_runs_on(CC("9.0"), CC("12.0"))
-    assert ptx_runs_on(CC("8.0"), CC("8.7"))
-    assert not ptx_runs_on(CC("12.0"), CC("10.0"))
+# -- arch-list entries against the compatibility rule (its own cases: test_knowledge_archs.py) --
 
 
 def test_architecture_specific_cubins_run_only_on_their_own_gpu() -> None:
@@ -100,17 +77,31 @@ def test_jetson_has_no_official_wheel() -> None:
     assert "TORCH_CUDA_ARCH_LIST" in gpu_compute.support_for(CC("8.7")).summary()
 
 
+def test_support_depends_on_the_platform() -> None:
+    # A made-up sm_130 GPU: only the compute_120 PTX of Linux wheels could serve it.
+    assert {b.variant for b in gpu_compute.support_for(CC("13.0")).builds} == {"cu129", "cu130", "cu132"}
+    assert gpu_compute.support_for(CC("13.0"), "windows-x86_64").builds == ()
+    # Thor (sm_110) has kernels only in the aarch64 builds of cu130 and newer.
+    assert gpu_compute.support_for(CC("11.0")).builds == ()
+    thor = gpu_compute.support_for(CC("11.0"), "linux-aarch64")
+    assert thor.builds and {b.variant for b in thor.builds} == {"cu130", "cu132"}
+
+
 def test_unknown_releases_are_judged_by_the_newest_build_of_their_variant() -> None:
-    build = gpu_compute.closest_build("2.13", "cu126")
-    assert build is not None and build.series == "2.12" and not build.runs_on(CC("12.0"))
+    newest = gpu_compute.wheel_builds()[-1].series
+    build = gpu_compute.closest_build("2.99", "cu126")
+    assert build is not None and build.series == newest and not build.runs_on(CC("12.0"))
     assert gpu_compute.closest_build("1.0", "cu126") is None
 
 
-def test_every_table_row_names_its_source() -> None:
-    table = load_table("gpu_compute.json")
-    assert table["source"] and table["as_of"]
-    assert all(row["source"] for row in table["wheel_arch_lists"]["rows"])
-    assert all(build.sm for build in gpu_compute.wheel_builds())
+def test_wheel_builds_come_from_the_releases_and_their_arch_lists() -> None:
+    builds = gpu_compute.wheel_builds()
+    assert all(build.arch.source and build.arch.cubins for build in builds)
+    assert ("2.7", "cu128") in {(b.series, b.variant) for b in builds}
+    windows = {(b.series, b.variant): b for b in gpu_compute.wheel_builds("windows-x86_64")}
+    assert ("1.12", "cu102") not in windows  # no CUDA 10.2 Windows builds
+    assert not windows[("2.9", "cu130")].arch.ptx  # "+PTX available on linux builds only"
+    assert gpu_compute.wheel_builds("macos-arm64") == ()
 
 
 @pytest.mark.parametrize(

@@ -7,12 +7,14 @@ import pytest
 
 from envdoctor.host.base import ChildOutcome
 from envdoctor.host.fake import FakeHost
-from envdoctor.install_detect import configured_pip_index
+from envdoctor.install_detect import PipIndex, configured_pip_index
 from envdoctor.install_session import Given, RequestError, run
 from envdoctor.model import PlatformInfo
+from envdoctor.target import PythonInfo
 
 VENV = "/home/user/project/.venv"
 PYTHON = f"{VENV}/bin/python"
+INFO = PythonInfo(PYTHON, "3.11.9", "CPython", 64, VENV, True, False)
 
 
 def _python_record(version: str = "3.11.9") -> ChildOutcome:
@@ -154,16 +156,38 @@ def test_pip_config_precedence() -> None:
         f"{VENV}/pip.conf": "[global]\nindex-url = https://site.example/simple\n",
     }
     host = FakeHost(environ={"HOME": "/home/user"}, files=dict(files))
-    found = configured_pip_index(host, VENV)
+    # pip merges section.key over the files first, then applies [global] < [install]: the user
+    # file's [install] beats the site file's [global] (mirror_facts.md 1.2, pip's cli/parser.py).
+    found = configured_pip_index(host, INFO)
+    assert found is not None and found.url == "https://user-install.example/simple"
+    assert configured_pip_index(host, None).url == "https://user-install.example/simple"  # type: ignore[union-attr]
+    host.files["/home/user/.config/pip/pip.conf"] = files["/home/user/.config/pip/pip.conf"].split(
+        "[install]"
+    )[0]
+    found = configured_pip_index(host, INFO)
     assert (
         found is not None and found.url == "https://site.example/simple" and found.where == f"{VENV}/pip.conf"
     )
-    assert configured_pip_index(host, None).url == "https://user-install.example/simple"  # type: ignore[union-attr]
+    assert configured_pip_index(host, None).url == "https://user.example/simple"  # type: ignore[union-attr]
     host.environ["PIP_CONFIG_FILE"] = "/home/user/ci/pip.conf"
     host.files["/home/user/ci/pip.conf"] = "[global]\nindex-url = https://env.example/simple\n"
-    assert configured_pip_index(host, VENV).url == "https://env.example/simple"  # type: ignore[union-attr]
+    assert configured_pip_index(host, INFO).url == "https://env.example/simple"  # type: ignore[union-attr]
     host.environ["PIP_INDEX_URL"] = "https://var.example/simple"
-    assert configured_pip_index(host, VENV).where == "PIP_INDEX_URL"  # type: ignore[union-attr]
+    assert configured_pip_index(host, INFO).where == "PIP_INDEX_URL"  # type: ignore[union-attr]
+
+
+def test_install_reads_pip_config_as_the_mirrors_probe_does() -> None:
+    user = "/home/user/.config/pip/pip.conf"
+    tuna = "https://pypi.tuna.tsinghua.edu.cn/simple"
+    host = FakeHost(
+        environ={"HOME": "/home/user"},
+        files={"/etc/pip.conf": f"[global]\nindex-url = {tuna}\n", user: "[global]\nindex-url =\n"},
+    )
+    assert configured_pip_index(host, INFO) is None  # an empty value in a later file cancels it
+    del host.files[user]
+    assert configured_pip_index(host, INFO) == PipIndex(tuna, "/etc/pip.conf")
+    host.environ["PIP_CONFIG_FILE"] = "/dev/null"  # os.devnull: pip reads no file at all
+    assert configured_pip_index(host, INFO) is None
 
 
 def test_windows_pip_config_and_unreadable_files() -> None:

@@ -12,7 +12,7 @@ from envdoctor.knowledge import conda, load_table, mirrors
 from envdoctor.knowledge.archs import arch_list
 from envdoctor.knowledge.drivers import driver_support, native_cuda
 
-TABLES = ("releases.json", "cuda_drivers.json", "archs.json", "gpus.json", "conda.json")
+TABLES = ("releases.json", "cuda_drivers.json", "archs.json", "gpus.json", "conda.json", "kernel_errors.json")
 _VARIANT = re.compile(r"^(cpu|cu\d{3,4}|rocm\d+\.\d+(\.\d+)?)$")
 
 

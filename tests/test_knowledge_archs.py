@@ -11,6 +11,7 @@ from envdoctor.knowledge.archs import (
     coverage,
     cubin_runs_on,
     parse_capability,
+    ptx_runs_on,
 )
 from envdoctor.knowledge.gpus import is_tegra, lookup_gpu, parse_gpu
 
@@ -73,16 +74,27 @@ def test_unknown_gpu_is_none() -> None:
         ((8, 0), (8, 6), True),
         ((8, 6), (8, 0), False),  # never an older minor
         ((9, 0), (12, 0), False),  # never another major
-        ((8, 0), (8, 7), False),  # Jetson Orin runs only sm_87 cubins
-        ((6, 0), (6, 2), False),
+        ((12, 0), (12, 1), True),  # DGX Spark runs the sm_120 cubins
         ((10, 0), (10, 3), True),
+        ((8, 0), (8, 7), False),  # Jetson Orin does not run the dGPU sm_80 cubins
+        ((8, 7), (8, 7), True),
+        ((8, 7), (8, 9), False),  # nor do Tegra cubins run anywhere else
+        ((5, 0), (5, 3), False),
+        ((6, 0), (6, 2), False),
+        ((7, 0), (7, 2), False),
         ((10, 0), (10, 1), False),
         ((10, 1), (11, 0), True),  # 101 was renamed 110 in CUDA 13
-        ((12, 0), (12, 1), True),  # DGX Spark runs the sm_120 cubins
     ],
 )
 def test_cubin_rules(cubin: Capability, gpu: Capability, runs: bool) -> None:
     assert cubin_runs_on(cubin, gpu) is runs
+
+
+def test_ptx_runs_on_equal_or_newer_gpus_tegra_included() -> None:
+    assert ptx_runs_on((12, 0), (12, 1))
+    assert ptx_runs_on((9, 0), (12, 0))
+    assert ptx_runs_on((8, 0), (8, 7))
+    assert not ptx_runs_on((12, 0), (10, 0))
 
 
 def test_ptx_serves_newer_gpus_on_linux_only() -> None:

@@ -67,3 +67,13 @@ def test_table_is_consistent() -> None:
         if not operator.startswith("_") and target is not None:
             assert target in names, operator
     assert set(mirrors.pytorch_wheel_mirror_names()) >= {"sjtu", "nju", "aliyun", "tuna"}
+
+
+def test_layout_and_missing_channels() -> None:
+    indexes = mirrors.known_indexes()
+    assert {i.layout for i in indexes} == {"pep503", "flat"}
+    assert [i.name for i in indexes if i.flat] == ["aliyun-pytorch"]  # mirror_facts.md 4.3 [weak]
+    assert all(i.kind == "pytorch-wheels" for i in indexes if i.flat)
+    assert all(i.kind == "conda" for i in indexes if i.channels_missing)
+    ustc = mirrors.recognise("https://mirrors.ustc.edu.cn/anaconda/cloud/conda-forge")
+    assert ustc is not None and ustc.status == "ok" and ustc.channels_missing == ("pytorch",)

@@ -231,6 +231,24 @@ def test_ed504_conda_channel_alias() -> None:
     assert "channel_alias" in finding.detail and finding.fixes
 
 
+def test_ed504_a_working_conda_mirror_is_flagged_only_for_the_channel_it_lacks() -> None:
+    # USTC's Anaconda mirror caches conda-forge and bioconda, but has no pytorch channel of its own.
+    ustc = "https://mirrors.ustc.edu.cn/anaconda/cloud"
+    fine = {
+        CONDARC: f"channels:\n  - {ustc}/conda-forge/\ncustom_channels:\n  bioconda: {ustc}\n"
+        "default_channels:\n  - https://mirrors.ustc.edu.cn/anaconda/pkgs/main\n"
+    }
+    assert "ED504" not in codes(findings(fine))
+    lacking = {CONDARC: f"custom_channels:\n  conda-forge: {ustc}\n  pytorch: {ustc}\n"}
+    finding = only(findings(lacking), "ED504")
+    assert finding.title == (
+        "conda takes the pytorch channel from USTC Anaconda mirror, which does not carry it"
+    )
+    assert "custom_channels.pytorch" in finding.detail and finding.fixes
+    by_url = {CONDARC: f"channels:\n  - {ustc}/pytorch\n  - conda-forge\n"}
+    assert "pytorch channel" in only(findings(by_url), "ED504").title
+
+
 # ---------------------------------------------------------------------------------------- ED505
 
 TOKEN = "glpat-PLANTED0123"

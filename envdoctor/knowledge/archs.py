@@ -1,8 +1,9 @@
 """Which GPU architectures each torch release x variant was compiled for, and whether a GPU is covered
-(archs.json).
+(archs.json): the one home of the arch lists and of the cubin/PTX compatibility rule.
 
 A cubin for sm_XY runs on GPUs X.Z with Z >= Y (same major); PTX runs on any newer GPU once JIT-compiled
-by a driver at least as new as the toolkit. The integrated Tegra parts are exceptions.
+by a driver at least as new as the toolkit. The integrated Tegra parts are exceptions, and so is code
+built for one exact architecture (an "a" suffix: sm_90a).
 """
 
 from __future__ import annotations
@@ -88,23 +89,53 @@ def arch_list(torch: Release, variant: str, platform: str) -> ArchList | None:
     return None
 
 
-def _rule() -> dict[str, object]:
-    rule: dict[str, object] = load_table("archs.json")["cubin_rule"]
-    return rule
+@dataclass(frozen=True)
+class _Rule:
+    self_only: frozenset[Capability]
+    also_runs_on: dict[Capability, frozenset[Capability]]
+    exact_suffixes: frozenset[str]
 
 
-def cubin_runs_on(cubin: Capability, gpu: Capability) -> bool:
-    """Whether an sm_XY cubin runs on a GPU of compute capability `gpu` (DEVICE_REQUIREMENT rules)."""
+def _capability(text: str) -> Capability:
+    found = parse_capability(text)
+    if found is None:
+        raise ValueError(f"archs.json: {text!r} is not a compute capability")
+    return found
+
+
+@cache
+def _rule() -> _Rule:
+    raw = load_table("archs.json")["cubin_rule"]
+    suffixes = raw["suffixes"]
+    return _Rule(
+        self_only=frozenset(_capability(c) for c in raw["self_only"]),
+        also_runs_on={
+            _capability(k): frozenset(_capability(c) for c in v) for k, v in raw["also_runs_on"].items()
+        },
+        exact_suffixes=frozenset(k for k, v in suffixes.items() if v == "exact"),
+    )
+
+
+def cubin_runs_on(cubin: Capability, gpu: Capability, suffix: str = "") -> bool:
+    """Whether an sm_XY cubin (`suffix` "a" for sm_XYa) runs on a GPU of compute capability `gpu`
+    (DEVICE_REQUIREMENT rules)."""
     rule = _rule()
-    also = rule["also_runs_on"]
-    assert isinstance(also, dict)
-    if dotted(gpu) in also.get(dotted(cubin), ()):
+    if cubin == gpu:
         return True
-    self_only = rule["self_only"]
-    assert isinstance(self_only, list)
-    if dotted(gpu) in self_only or dotted(cubin) in self_only:
-        return cubin == gpu
+    if suffix in rule.exact_suffixes:
+        return False
+    if gpu in rule.also_runs_on.get(cubin, frozenset()):
+        return True
+    if gpu in rule.self_only or cubin in rule.self_only:
+        return False
     return cubin[0] == gpu[0] and gpu[1] >= cubin[1]
+
+
+def ptx_runs_on(ptx: Capability, gpu: Capability, suffix: str = "") -> bool:
+    """Whether compute_XY PTX can be JIT-compiled for `gpu` (given a driver new enough for it)."""
+    if suffix in _rule().exact_suffixes:
+        return ptx == gpu
+    return gpu >= ptx
 
 
 @dataclass(frozen=True)
@@ -116,10 +147,12 @@ class Coverage:
 
 
 def coverage(arch: ArchList, gpu: Capability) -> Coverage:
+    """The newest cubin that runs on `gpu`, else the newest PTX that compiles for it (as the CUDA
+    runtime picks)."""
     for cubin in sorted(arch.cubins, reverse=True):
         if cubin_runs_on(cubin, gpu):
             return Coverage("cubin", cubin)
     for ptx in sorted(arch.ptx, reverse=True):
-        if gpu >= ptx:
+        if ptx_runs_on(ptx, gpu):
             return Coverage("ptx", ptx)
     return Coverage("none")

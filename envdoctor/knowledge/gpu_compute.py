@@ -1,8 +1,8 @@
-"""GPU architectures against torch builds: which kernels run on which GPU, which wheels carry them.
+"""An installed torch's arch list against a GPU, which official wheels carry kernels for a GPU, and what
+a CUDA error text says about its cause.
 
-Typed queries over gpu_compute.json (sources in the file). The compatibility rule follows NVIDIA's
-binary-compatibility rule with torch's exceptions for the integrated (Tegra/Jetson) parts; the wheel
-table says which official builds carry kernels for a compute capability.
+The arch lists and the cubin/PTX compatibility rule come from archs.py (archs.json); the official
+builds are releases.json's variants per platform. Error causes are kernel_errors.json (sources in it).
 """
 
 from __future__ import annotations
@@ -10,34 +10,24 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
 
 from packaging.version import Version
 
+from envdoctor import knowledge
 from envdoctor.knowledge import load_table
+from envdoctor.knowledge.archs import (
+    ArchList,
+    Capability,
+    arch_list,
+    coverage,
+    cubin_runs_on,
+    dotted,
+    ptx_runs_on,
+    sm,
+)
 
-_TABLE = "gpu_compute.json"
+LINUX_X86_64 = "linux-x86_64"
 _ARCH = re.compile(r"^(sm|compute)_(\d+)(\d)([a-z]?)$")
-
-
-@dataclass(frozen=True, order=True)
-class Capability:
-    major: int
-    minor: int
-
-    @classmethod
-    def parse(cls, text: str) -> Capability:
-        """ "8.6" -> Capability(8, 6)."""
-        major, _, minor = text.partition(".")
-        return cls(int(major), int(minor or 0))
-
-    @property
-    def dotted(self) -> str:
-        return f"{self.major}.{self.minor}"
-
-    @property
-    def sm(self) -> str:
-        return f"sm_{self.major}{self.minor}"
 
 
 @dataclass(frozen=True)
@@ -55,55 +45,13 @@ def parse_arch(text: str) -> ArchEntry | None:
     if not match:
         return None
     kind, major, minor, suffix = match.groups()
-    return ArchEntry(text.strip(), kind == "compute", Capability(int(major), int(minor)), suffix)
+    return ArchEntry(text.strip(), kind == "compute", (int(major), int(minor)), suffix)
 
 
 def parse_arch_list(entries: tuple[str, ...] | list[str]) -> tuple[ArchEntry, ...]:
     """The CUDA entries of an arch list; ROCm gfx names and anything unknown are left out."""
     parsed = (parse_arch(e) for e in entries)
     return tuple(e for e in parsed if e is not None)
-
-
-@dataclass(frozen=True)
-class _Rules:
-    own_only: frozenset[Capability]
-    also_runs_on: dict[Capability, frozenset[Capability]]
-    exact_suffixes: frozenset[str]
-
-
-@cache
-def _rules() -> _Rules:
-    raw = load_table(_TABLE)["cubin_compatibility"]
-    suffixes = raw["suffixes"]
-    return _Rules(
-        own_only=frozenset(Capability.parse(c) for c in raw["own_only"]),
-        also_runs_on={
-            Capability.parse(k): frozenset(Capability.parse(c) for c in v)
-            for k, v in raw["also_runs_on"].items()
-        },
-        exact_suffixes=frozenset(k for k, v in suffixes.items() if v == "exact"),
-    )
-
-
-def cubin_runs_on(cubin: Capability, device: Capability, suffix: str = "") -> bool:
-    """Whether a cubin built for `cubin` executes on a GPU of capability `device`."""
-    rules = _rules()
-    if cubin == device:
-        return True
-    if suffix in rules.exact_suffixes:
-        return False
-    if cubin in rules.own_only:
-        return device in rules.also_runs_on.get(cubin, frozenset())
-    if device in rules.own_only:
-        return False
-    return cubin.major == device.major and device.minor >= cubin.minor
-
-
-def ptx_runs_on(ptx: Capability, device: Capability, suffix: str = "") -> bool:
-    """Whether PTX for `ptx` can be JIT-compiled for `device` (given a driver new enough for it)."""
-    if suffix in _rules().exact_suffixes:
-        return ptx == device
-    return device >= ptx
 
 
 def serving_entry(arch_list: tuple[ArchEntry, ...], device: Capability) -> ArchEntry | None:
@@ -121,13 +69,11 @@ def serving_entry(arch_list: tuple[ArchEntry, ...], device: Capability) -> ArchE
 
 @dataclass(frozen=True)
 class WheelBuild:
-    """One official wheel build (torch minor series x CUDA variant) and the architectures it carries."""
+    """One official build (torch minor series x CUDA variant, for one platform) and its arch list."""
 
     series: str  # "2.7"
     variant: str  # "cu128"
-    sm: tuple[Capability, ...]
-    ptx: tuple[Capability, ...]
-    source: str
+    arch: ArchList
 
     @property
     def version(self) -> Version:
@@ -139,52 +85,40 @@ class WheelBuild:
         return int(self.variant[2:])
 
     def runs_on(self, device: Capability) -> bool:
-        return any(cubin_runs_on(c, device) for c in self.sm) or any(ptx_runs_on(p, device) for p in self.ptx)
+        return coverage(self.arch, device).kind != "none"
 
 
 @cache
-def wheel_builds() -> tuple[WheelBuild, ...]:
-    """Every (series, variant) in the table, oldest torch first."""
-    rows: list[dict[str, Any]] = load_table(_TABLE)["wheel_arch_lists"]["rows"]
-    builds = [
-        WheelBuild(
-            series=series,
-            variant=variant,
-            sm=tuple(Capability.parse(c) for c in row["sm"]),
-            ptx=tuple(Capability.parse(c) for c in row["ptx"]),
-            source=row["source"],
-        )
-        for row in rows
-        for series in row["torch"]
-        for variant in row["variants"]
-    ]
-    return tuple(sorted(builds, key=lambda b: (b.version, b.cuda_number)))
+def wheel_builds(platform: str = LINUX_X86_64) -> tuple[WheelBuild, ...]:
+    """Every (series, CUDA variant) with a known arch list on `platform`, oldest torch first."""
+    found: dict[tuple[str, str], WheelBuild] = {}
+    for release in knowledge.releases():
+        builds = release.builds(platform)
+        for variant in builds.variants if builds is not None else ():
+            arch = arch_list(release, variant, platform)
+            if arch is not None:
+                found.setdefault((release.series, variant), WheelBuild(release.series, variant, arch))
+    return tuple(sorted(found.values(), key=lambda b: (b.version, b.cuda_number)))
 
 
-def wheel_build(series: str, variant: str) -> WheelBuild | None:
-    for build in wheel_builds():
-        if build.series == series and build.variant == variant:
-            return build
-    return None
-
-
-def closest_build(series: str, variant: str) -> WheelBuild | None:
+def closest_build(series: str, variant: str, platform: str = LINUX_X86_64) -> WheelBuild | None:
     """The build itself, else the newest known build of `variant` up to `series`; None if none."""
     wanted = Version(series)
-    same = [b for b in wheel_builds() if b.variant == variant and b.version <= wanted]
+    same = [b for b in wheel_builds(platform) if b.variant == variant and b.version <= wanted]
     return same[-1] if same else None
 
 
 def data_as_of() -> str:
-    return str(load_table(_TABLE)["as_of"])
+    return str(load_table("archs.json")["as_of"])
 
 
 @dataclass(frozen=True)
 class ArchSupport:
-    """Which official wheels run on a GPU of one compute capability."""
+    """Which official wheels for one platform run on a GPU of one compute capability."""
 
     capability: Capability
     builds: tuple[WheelBuild, ...]  # oldest first
+    every: tuple[WheelBuild, ...]  # every build of the platform, to say what "newer" and "older" mean
 
     @property
     def newest_series(self) -> str | None:
@@ -197,14 +131,14 @@ class ArchSupport:
 
     def summary(self) -> str:
         """What it takes: "sm_120 needs torch >= 2.7 with cu128 or newer (newest: torch 2.12 cu132)"."""
-        sm = self.capability.sm
+        name = sm(self.capability)
         if not self.builds:
             return (
                 f"no official wheel in envdoctor's data (as of {data_as_of()}) carries kernels for "
-                f"{sm}; it needs a build made for it (from source: TORCH_CUDA_ARCH_LIST="
-                f'"{self.capability.dotted}")'
+                f"{name}; it needs a build made for it (from source: TORCH_CUDA_ARCH_LIST="
+                f'"{dotted(self.capability)}")'
             )
-        every = wheel_builds()
+        every = self.every
         oldest, newest = self.builds[0], self.builds[-1]
         by_cuda = sorted(self.builds, key=lambda b: b.cuda_number)
         low, high = by_cuda[0], by_cuda[-1]
@@ -223,18 +157,19 @@ class ArchSupport:
             needs.append(f"{high.variant} or older")
         what = " with ".join(needs) if needs else "any official CUDA wheel"
         return (
-            f"{sm} needs {what} (newest build with its kernels in envdoctor's data, as of "
+            f"{name} needs {what} (newest build with its kernels in envdoctor's data, as of "
             f"{data_as_of()}: torch {newest.series} {'/'.join(self.newest_variants)})"
         )
 
 
-def support_for(device: Capability) -> ArchSupport:
-    return ArchSupport(device, tuple(b for b in wheel_builds() if b.runs_on(device)))
+def support_for(device: Capability, platform: str = LINUX_X86_64) -> ArchSupport:
+    every = wheel_builds(platform)
+    return ArchSupport(device, tuple(b for b in every if b.runs_on(device)), every)
 
 
 @cache
 def _error_causes() -> tuple[tuple[str, tuple[str, ...]], ...]:
-    rows = load_table(_TABLE)["kernel_errors"]["causes"]
+    rows = load_table("kernel_errors.json")["causes"]
     return tuple((str(r["cause"]), tuple(p.lower() for p in r["patterns"])) for r in rows)
 
 

@@ -19,11 +19,20 @@ class KnownIndex:
     url: str  # base URL as the operator documents it
     status: str  # "ok" | "stale" | "dropped" | "unverified"
     note: str  # why the status, with source
+    layout: str = "pep503"  # pytorch-wheels: "pep503" (--index-url) or "flat" (a file listing for -f)
+    channels_missing: tuple[str, ...] = ()  # conda: channels the mirror does not carry itself
+
+    @property
+    def flat(self) -> bool:
+        return self.layout == "flat"
 
 
 @cache
 def known_indexes() -> tuple[KnownIndex, ...]:
-    return tuple(KnownIndex(**row) for row in load_table("mirrors.json")["indexes"])
+    return tuple(
+        KnownIndex(**{**row, "channels_missing": tuple(row.get("channels_missing", ()))})
+        for row in load_table("mirrors.json")["indexes"]
+    )
 
 
 def _key(url: str) -> str:

@@ -236,9 +236,10 @@ def _version_tuple(version: str | None) -> tuple[int, ...]:
 
 
 def pip_candidate_files(
-    host: Host, os_name: str, prefix: str, pip_version: str | None
+    host: Host, os_name: str, prefix: str | None, pip_version: str | None
 ) -> tuple[tuple[str, str], ...]:
-    """(level, path) for every file pip would read for this platform, in override order."""
+    """(level, path) for every file pip would read for this platform, in override order (the site
+    file only when the environment's `prefix` is known)."""
     env = host.env
     p = _paths(os_name)
     home = host.home()
@@ -278,7 +279,8 @@ def pip_candidate_files(
         config_home = env.get("XDG_CONFIG_HOME", "").strip() or (p.join(home, ".config") if home else "")
         if config_home:
             files.append(("user", p.join(config_home, "pip", name)))
-    files.append(("site", p.join(prefix, name)))
+    if prefix:
+        files.append(("site", p.join(prefix, name)))
     return tuple(files)
 
 
@@ -311,9 +313,11 @@ def _pip_effective(settings: list[PipSetting]) -> tuple[PipSetting, ...]:
     return tuple(sorted(effective.values(), key=lambda s: s.key))
 
 
-def collect_pip(host: Host, os_name: str, info: PythonInfo) -> PipConfig:
+def collect_pip(host: Host, os_name: str, info: PythonInfo | None) -> PipConfig:
+    """pip's configuration as `pip install` in the environment `info` would see it; `info` None when
+    no interpreter could be examined (then no site file and no pip version)."""
     env = host.env
-    pip_version = _pip_version(host, os_name, info)
+    pip_version = _pip_version(host, os_name, info) if info is not None else None
     env_file = env.get("PIP_CONFIG_FILE")
     devnull = "nul" if os_name == "windows" else "/dev/null"
     env_settings = _pip_env_settings(env)
@@ -329,7 +333,7 @@ def collect_pip(host: Host, os_name: str, info: PythonInfo) -> PipConfig:
         )
     # A PIP_CONFIG_FILE that exists replaces the user files (configuration.py iter_config_files).
     skip_user = bool(env_file) and host.exists(env_file or "")
-    candidates = list(pip_candidate_files(host, os_name, info.prefix, pip_version))
+    candidates = list(pip_candidate_files(host, os_name, info.prefix if info else None, pip_version))
     if env_file is not None and env_file != "":
         candidates.append(("env", env_file))
     files: list[ConfigFile] = []

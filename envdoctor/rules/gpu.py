@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from envdoctor import knowledge
 from envdoctor.knowledge import gpu_compute
-from envdoctor.knowledge.gpu_compute import Capability
+from envdoctor.knowledge.archs import Capability, dotted, sm
 from envdoctor.knowledge.mirrors import official_wheel_url
 from envdoctor.model import Fix, Severity
 from envdoctor.probes.nvml import NvmlFacts
@@ -37,7 +37,7 @@ class SeenGpu:
 
 def _from_sm(digits: str) -> Capability:
     """ "120" -> 12.0, "86" -> 8.6: the last digit is the minor version."""
-    return Capability(int(digits[:-1]), int(digits[-1]))
+    return int(digits[:-1]), int(digits[-1])
 
 
 def seen_gpus(ctx: RuleContext) -> tuple[SeenGpu, ...]:
@@ -52,17 +52,17 @@ def seen_gpus(ctx: RuleContext) -> tuple[SeenGpu, ...]:
     if torch is not None:
         for device in torch.devices:
             if device.capability:
-                add(device.name, Capability(*device.capability), "torch")
+                add(device.name, device.capability, "torch")
     if nvml is not None and nvml.working:
         for gpu in nvml.gpus:
             if gpu.capability:
-                add(gpu.name, Capability(*gpu.capability), "nvml")
+                add(gpu.name, gpu.capability, "nvml")
     if torch is not None:
         for text in torch.warnings:
             for match in _CUBIN_WARNING.finditer(text):
                 add(match.group("name").strip(), _from_sm(match.group("cc")), "torch's warning")
             for match in _CAPABILITY_WARNING.finditer(text):
-                cc = Capability(int(match.group("major")), int(match.group("minor")))
+                cc = (int(match.group("major")), int(match.group("minor")))
                 add(match.group("name").strip(), cc, "torch's warning")
     return tuple(found.values())
 
@@ -77,9 +77,7 @@ def _arch_warning(torch: TorchFacts) -> str | None:
 def _smoke_devices(torch: TorchFacts, capability: Capability) -> tuple[SmokeDevice, ...]:
     if torch.smoke is None:
         return ()
-    return tuple(
-        d for d in torch.smoke.devices if d.capability is not None and Capability(*d.capability) == capability
-    )
+    return tuple(d for d in torch.smoke.devices if d.capability is not None and d.capability == capability)
 
 
 def uncovered_gpus(ctx: RuleContext) -> tuple[SeenGpu, ...]:
@@ -101,7 +99,11 @@ def uncovered_gpus(ctx: RuleContext) -> tuple[SeenGpu, ...]:
     return tuple(missing)
 
 
-def _planned_runs_on(fix: Fix, capability: Capability) -> bool:
+def _platform(ctx: RuleContext) -> str:
+    return knowledge.platform_key(ctx.platform.os, ctx.platform.machine)
+
+
+def _planned_runs_on(ctx: RuleContext, fix: Fix, capability: Capability) -> bool:
     """False when the planner proposes a build that envdoctor's data says lacks kernels for the GPU.
 
     A release newer than the data is judged by the newest known build of the same variant: arch
@@ -110,14 +112,14 @@ def _planned_runs_on(fix: Fix, capability: Capability) -> bool:
     for command in fix.commands:
         match = _PLANNED.search(command)
         if match:
-            build = gpu_compute.closest_build(match.group("series"), match.group("variant"))
+            build = gpu_compute.closest_build(match.group("series"), match.group("variant"), _platform(ctx))
             return build is None or build.runs_on(capability)
     return True
 
 
 def _fallback_fix(ctx: RuleContext, capability: Capability) -> Fix | None:
     """The newest official build with kernels for the GPU whose CUDA the driver runs."""
-    support = gpu_compute.support_for(capability)
+    support = gpu_compute.support_for(capability, _platform(ctx))
     nvml = ctx.get(NvmlFacts)
     driver = knowledge.parse_version(nvml.driver_version) if nvml is not None and nvml.working else None
     for build in reversed(support.builds):
@@ -143,7 +145,8 @@ def _fallback_fix(ctx: RuleContext, capability: Capability) -> Fix | None:
             official_wheel_url(build.variant),
         ]
         return Fix(
-            summary=f"Install torch {release.torch} ({build.variant}), which has kernels for {capability.sm}",
+            summary=f"Install torch {release.torch} ({build.variant}), which has kernels for "
+            f"{sm(capability)}",
             commands=(join(argv, ctx.platform.os),),
             link=GET_STARTED,
         )
@@ -151,8 +154,8 @@ def _fallback_fix(ctx: RuleContext, capability: Capability) -> Fix | None:
 
 
 def arch_fixes(ctx: RuleContext, capability: Capability) -> tuple[Fix, ...]:
-    planned = planned_fix(ctx, f"Install a build with kernels for {capability.sm}", want_cuda=True)
-    if planned is not None and _planned_runs_on(planned, capability):
+    planned = planned_fix(ctx, f"Install a build with kernels for {sm(capability)}", want_cuda=True)
+    if planned is not None and _planned_runs_on(ctx, planned, capability):
         return (planned,)
     fallback = _fallback_fix(ctx, capability)
     return (fallback,) if fallback is not None else ()
@@ -173,14 +176,14 @@ def _arch_not_in_build(ctx: RuleContext) -> Iterator[Hit]:
     for gpu in uncovered_gpus(ctx):
         cc = gpu.capability
         detail = (
-            f"{gpu.name} has compute capability {cc.dotted} ({cc.sm}). torch {torch.version} carries "
+            f"{gpu.name} has compute capability {dotted(cc)} ({sm(cc)}). torch {torch.version} carries "
             f"kernels for {_arch_list_text(torch)} and no PTX that could be compiled for it (a "
             "cubin runs only on GPUs of its own major version with an equal or higher minor, PTX "
             "only on equal or newer GPUs). torch.cuda.is_available() can still say True, but every "
             'kernel fails with "CUDA error: no kernel image is available for execution on the '
-            f'device". {gpu_compute.support_for(cc).summary()}.'
+            f'device". {gpu_compute.support_for(cc, _platform(ctx)).summary()}.'
         )
-        evidence = [f"torch.cuda.get_arch_list() = {_arch_list_text(torch)}", f"{cc.sm} (from {gpu.source})"]
+        evidence = [f"torch.cuda.get_arch_list() = {_arch_list_text(torch)}", f"{sm(cc)} (from {gpu.source})"]
         if warning:
             detail += f' torch itself warned: "{_first_line(warning)}"'
             evidence.append(_first_line(warning)[:200])
@@ -195,7 +198,7 @@ def _arch_not_in_build(ctx: RuleContext) -> Iterator[Hit]:
         for (label, message), labels in confirmed.items():
             detail += f' The smoke test confirmed it: {label} on {", ".join(labels)} failed with "{message}".'
         yield Hit(
-            title=f"torch {torch.version} has no kernels for {gpu.name} ({cc.sm})",
+            title=f"torch {torch.version} has no kernels for {gpu.name} ({sm(cc)})",
             detail=detail,
             evidence=tuple(evidence),
             fixes=arch_fixes(ctx, cc),
@@ -263,7 +266,7 @@ def _cause_fixes(ctx: RuleContext, cause: str | None, devices: tuple[SmokeDevice
     torch = ctx.need(TorchFacts)
     device = devices[0]
     if cause == "arch" and device.capability:
-        return arch_fixes(ctx, Capability(*device.capability))
+        return arch_fixes(ctx, device.capability)
     if cause == "busy":
         sudo = "" if ctx.platform.os == "windows" else "sudo "
         which = f"-i {device.device.split(':')[-1]} " if len(devices) == 1 else ""
@@ -332,7 +335,7 @@ def _smoke_failed(ctx: RuleContext) -> Iterator[Hit]:
         cause = smoke_cause(device, steps[0])
         if cause == "memory":
             continue  # ED303
-        if cause == "arch" and device.capability and Capability(*device.capability) in flagged:
+        if cause == "arch" and device.capability and device.capability in flagged:
             continue  # ED301 already explains it, with this failure as confirmation
         key = (device.kind, device.name or "", steps[0].step, _first_line(_step_story(steps[0])))
         groups.setdefault(key, []).append((device, steps))
@@ -414,7 +417,7 @@ def _hung(ctx: RuleContext) -> Iterator[Hit]:
                     "another process monopolises the GPU."
                 )
                 if device.capability and arch:
-                    entry = gpu_compute.serving_entry(arch, Capability(*device.capability))
+                    entry = gpu_compute.serving_entry(arch, device.capability)
                     if entry is not None and entry.ptx:
                         detail += (
                             f" This GPU runs torch only through {entry.text} PTX, which the driver "

@@ -504,39 +504,83 @@ def _replacement(index: KnownIndex) -> KnownIndex | None:
     return None
 
 
+def _missing_channels(item: _Configured, known: KnownIndex) -> tuple[str, ...]:
+    """The channels a conda setting takes from a mirror that does not carry them itself."""
+    if item.tool != "conda" or not known.channels_missing:
+        return ()
+    if item.setting == "channel_alias":
+        return known.channels_missing  # every channel named without a URL goes there, -c pytorch too
+    if item.setting.startswith("custom_channels."):
+        reached = item.setting.split(".", 1)[1]
+    else:
+        reached = channel_name(item.url)
+    return (reached,) if reached in known.channels_missing else ()
+
+
+def _stale_hit(ctx: RuleContext, item: _Configured, known: KnownIndex, where: str) -> Hit:
+    facts = ctx.need(MirrorFacts)
+    better = _replacement(known)
+    fixes: list[Fix] = []
+    if item.tool == "pip":
+        setting = next(s for s in facts.pip.effective if s.key == item.setting)
+        if better is not None:
+            items = [better.url if u == item.url else u for u in setting.items]
+            summary = f"Switch to {better.url}, its current address"
+        else:
+            items = [u for u in setting.items if u != item.url]
+            summary = (
+                "Remove it"
+                + (" (pip then uses PyPI)" if item.setting == "index-url" else "")
+                + ", or point it at a maintained mirror"
+            )
+        fixes.append(pip_edit_fix(ctx, facts.pip, setting, items, summary, facts.home))
+    else:
+        replacement = f" with {better.url} ({better.title})" if better is not None else ""
+        fixes.append(Fix(summary=f"In {where}, replace {item.url}{replacement} or remove it"))
+    return Hit(
+        title=f"{item.tool} uses {known.title}, which is {known.status}",
+        detail=f"{item.url} is set as {item.setting} ({where}). {note_text(known.note)}",
+        evidence=(f"{item.tool} {item.setting} = {item.url} ({where})", f"mirror status: {known.status}"),
+        fixes=tuple(fixes),
+    )
+
+
+def _missing_channel_hit(item: _Configured, known: KnownIndex, missing: tuple[str, ...], where: str) -> Hit:
+    names = " and ".join(missing)
+    channels = f"channel{'s' if len(missing) > 1 else ''}"
+    return Hit(
+        title=f"{item.tool} takes the {names} {channels} from {known.title}, which does not carry "
+        f"{'them' if len(missing) > 1 else 'it'}",
+        detail=f"{item.url} is set as {item.setting} ({where}). {note_text(known.note)}",
+        evidence=(
+            f"{item.tool} {item.setting} = {item.url} ({where})",
+            f"mirror without the {names} {channels}",
+        ),
+        fixes=(
+            Fix(
+                summary=f"In {where}, replace {item.url} with a mirror that carries the {names} "
+                f"{channels}, or remove it"
+            ),
+        ),
+    )
+
+
 def _stale_mirror(ctx: RuleContext) -> Iterator[Hit]:
     facts = ctx.need(MirrorFacts)
     seen: set[tuple[str, str]] = set()
     for item in configured_urls(facts):
         known = mirrors.recognise(item.url)
-        if known is None or known.status not in ("stale", "dropped") or (item.url, item.origin) in seen:
+        if known is None or (item.url, item.origin) in seen:
+            continue
+        where = _where(item.origin, item.line, facts.home)
+        missing = _missing_channels(item, known)
+        if known.status in ("stale", "dropped"):
+            yield _stale_hit(ctx, item, known, where)
+        elif missing:
+            yield _missing_channel_hit(item, known, missing, where)
+        else:
             continue
         seen.add((item.url, item.origin))
-        where = _where(item.origin, item.line, facts.home)
-        better = _replacement(known)
-        fixes: list[Fix] = []
-        if item.tool == "pip":
-            setting = next(s for s in facts.pip.effective if s.key == item.setting)
-            if better is not None:
-                items = [better.url if u == item.url else u for u in setting.items]
-                summary = f"Switch to {better.url}, its current address"
-            else:
-                items = [u for u in setting.items if u != item.url]
-                summary = (
-                    "Remove it"
-                    + (" (pip then uses PyPI)" if item.setting == "index-url" else "")
-                    + ", or point it at a maintained mirror"
-                )
-            fixes.append(pip_edit_fix(ctx, facts.pip, setting, items, summary, facts.home))
-        else:
-            replacement = f" with {better.url} ({better.title})" if better is not None else ""
-            fixes.append(Fix(summary=f"In {where}, replace {item.url}{replacement} or remove it"))
-        yield Hit(
-            title=f"{item.tool} uses {known.title}, which is {known.status}",
-            detail=f"{item.url} is set as {item.setting} ({where}). {note_text(known.note)}",
-            evidence=(f"{item.tool} {item.setting} = {item.url} ({where})", f"mirror status: {known.status}"),
-            fixes=tuple(fixes),
-        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -807,7 +851,8 @@ RULES = (
         check=_stale_mirror,
         doc=RuleDoc(
             what="Every index, find-links, channel, custom channel and channel_alias that pip, conda "
-            "and uv use, against the knowledge base's mirror status (stale or dropped, with source).",
+            "and uv use, against the knowledge base's mirror status (stale or dropped, with source) "
+            "and the channels a working conda mirror does not carry (USTC's has no pytorch channel).",
             why='A stale mirror silently offers older releases or none at all ("Could not find a '
             'version that satisfies the requirement"); a dropped one fails with connection errors '
             "that look like network trouble.",
