@@ -63,7 +63,7 @@ def stable_json(report: Report) -> str:
 
 def console_text(report: Report, verbose: bool = False) -> str:
     buffer = io.StringIO()
-    render_console(report, make_console(buffer, width=100, no_color=True), verbose)
+    render_console(report, make_console(buffer, width=100, no_color=True, plain=True), verbose)
     return buffer.getvalue()
 
 

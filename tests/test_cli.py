@@ -16,9 +16,10 @@ from tests.fixture_support import FIXTURES, fixture_check_args, fixture_names, f
 
 
 def run(
-    *args: str, env: dict[str, str] | None = None, cwd: str | None = None
+    *args: str, env: dict[str, str | None] | None = None, cwd: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, **(env or {})}
+    """envdoctor in a subprocess; a variable given as None is removed from its environment."""
+    full_env = {k: v for k, v in {**os.environ, **(env or {})}.items() if v is not None}
     full_env.pop("VIRTUAL_ENV", None)
     full_env.pop("CONDA_PREFIX", None)
     return subprocess.run(
@@ -162,10 +163,13 @@ def test_piped_console_has_no_colour_codes() -> None:
 
 def test_forced_terminal_colour_respects_no_color() -> None:
     path = str(FIXTURES / "win11-rtx4070-pypi-cpu-torch.json")
-    coloured = run("check", "--from", path, env={"FORCE_COLOR": "1", "TERM": "xterm-256color"})
-    plain = run("check", "--from", path, env={"FORCE_COLOR": "1", "NO_COLOR": "1", "TERM": "xterm-256color"})
+    terminal: dict[str, str | None] = {"FORCE_COLOR": "1", "TERM": "xterm-256color", "CI": None}
+    coloured = run("check", "--from", path, env=terminal)
+    plain = run("check", "--from", path, env={**terminal, "NO_COLOR": "1"})
+    in_ci = run("check", "--from", path, env={**terminal, "CI": "true"})
     assert "\x1b[" in coloured.stdout
     assert "\x1b[3" not in plain.stdout  # no colour escape (bold may remain)
+    assert "\x1b[" not in in_ci.stdout  # CI mode: plain text
 
 
 def test_rules_and_explain_cover_every_rule() -> None:
