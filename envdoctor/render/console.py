@@ -62,17 +62,33 @@ class _Glyphs:
         return text
 
 
+_MAX_ITEMS = 12  # entries of one list shown under -v; the JSON report has them all
+_MAX_TEXT = 160
+
+
 def _fact_lines(facts: object) -> list[str]:
-    data = to_data(facts)
-    if not isinstance(data, dict):
-        return [str(data)]
-    lines = []
-    for key, value in data.items():
-        if value in (None, "", [], {}):
-            continue
-        text = str(value).replace("\n", " ")
-        lines.append(f"{key}: {text if len(text) <= 160 else text[:157] + '...'}")
+    """Facts as "key: value" lines; nested records become dotted keys, so -v stays readable."""
+    lines: list[str] = []
+    _flatten(to_data(facts), "", lines)
     return lines
+
+
+def _flatten(value: object, key: str, lines: list[str]) -> None:
+    if value in (None, "", [], {}):
+        return
+    if isinstance(value, dict):
+        for name, item in value.items():
+            _flatten(item, f"{key}.{name}" if key else str(name), lines)
+        return
+    if isinstance(value, list) and any(isinstance(item, (dict, list)) for item in value):
+        for index, item in enumerate(value[:_MAX_ITEMS]):
+            _flatten(item, f"{key}[{index}]", lines)
+        if len(value) > _MAX_ITEMS:
+            lines.append(f"{key}: ... {len(value) - _MAX_ITEMS} more")
+        return
+    text = ", ".join(str(v) for v in value) if isinstance(value, list) else str(value)
+    text = text.replace("\n", " ")
+    lines.append(f"{key}: {text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 3] + '...'}")
 
 
 def _finding(console: Console, glyph: _Glyphs, finding: Finding, verbose: bool) -> None:
