@@ -11,11 +11,10 @@ torch (design goal 1.15x of import + one 1024x1024 matmul), and faster than coll
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import subprocess
 import sys
-import time
+
+from timing import interleaved, print_ratios
 
 
 def commands(python: str) -> dict[str, list[str]]:
@@ -32,30 +31,13 @@ def commands(python: str) -> dict[str, list[str]]:
     }
 
 
-def time_once(argv: list[str]) -> float:
-    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX")}
-    started = time.perf_counter()
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env=env)
-    return time.perf_counter() - started
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--python", default=sys.executable, help="the interpreter with torch")
     args = parser.parse_args()
-    cmds = commands(args.python)
-    for argv in cmds.values():  # warm the file cache once
-        time_once(argv)
-    samples: dict[str, list[float]] = {name: [] for name in cmds}
-    for _ in range(args.rounds):
-        for name, argv in cmds.items():
-            samples[name].append(time_once(argv))
-    floor = statistics.median(samples["import torch"])
-    print(f"{'command':<24}{'median s':>10}{'min s':>10}{'x import torch':>16}")
-    for name, values in samples.items():
-        median = statistics.median(values)
-        print(f"{name:<24}{median:>10.3f}{min(values):>10.3f}{median / floor:>16.2f}")
+    samples = interleaved(commands(args.python), args.rounds)
+    print_ratios(samples, "import torch")
     check = statistics.median(samples["envdoctor check"])
     matmul = statistics.median(samples["import torch + matmul"])
     collect = statistics.median(samples["collect_env"])

@@ -16,8 +16,9 @@ import json
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from timing import interleaved, print_ratios
 
 CHILD = Path(__file__).resolve().parent.parent / "envdoctor" / "child" / "torch_probe.py"
 
@@ -36,12 +37,6 @@ def commands(python: str) -> dict[str, list[str]]:
     }
 
 
-def timed(argv: list[str]) -> float:
-    started = time.perf_counter()
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    return time.perf_counter() - started
-
-
 def child_seconds(python: str) -> tuple[float, float]:
     """(import seconds, smoke seconds) as the torch child reports them in its records."""
     out = subprocess.run(
@@ -58,18 +53,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--python", default=sys.executable, help="the interpreter with torch")
     args = parser.parse_args()
-    runs = commands(args.python)
-    for argv in runs.values():  # warm the page cache once; not counted
-        timed(argv)
-    times: dict[str, list[float]] = {name: [] for name in runs}
-    for _ in range(args.rounds):
-        for name, argv in runs.items():
-            times[name].append(timed(argv))
-    base = statistics.median(times["import torch"])
-    print(f"{'command':<30} {'median s':>9} {'min s':>7} {'ratio':>6}")
-    for name, values in times.items():
-        median = statistics.median(values)
-        print(f"{name:<30} {median:9.3f} {min(values):7.3f} {median / base:6.2f}")
+    print_ratios(interleaved(commands(args.python), args.rounds), "import torch")
     print(f"({args.rounds} interleaved rounds)")
     inside = [child_seconds(args.python) for _ in range(args.rounds)]
     imported = statistics.median(i for i, _ in inside)
