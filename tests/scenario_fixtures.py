@@ -90,6 +90,23 @@ class Scenario:
         )
 
 
+def _linux_nvml(driver: str, cuda: int, gpu: Gpu) -> NvmlFacts:
+    """A working driver with one GPU, which Linux also lists on the PCI bus."""
+    return NvmlFacts(
+        status="ok",
+        source="nvml",
+        driver_version=driver,
+        cuda_driver_version=cuda,
+        gpus=(gpu,),
+        pci_nvidia_devices=("0000:01:00.0",),
+    )
+
+
+def _windows_nvml(driver: str, cuda: int, gpu: Gpu) -> NvmlFacts:
+    """A working driver with one GPU (no PCI listing on Windows)."""
+    return NvmlFacts(status="ok", source="nvml", driver_version=driver, cuda_driver_version=cuda, gpus=(gpu,))
+
+
 def _linux_system(container: str | None = None) -> SystemFacts:
     return SystemFacts(
         os="linux",
@@ -258,14 +275,7 @@ def linux_ld_library_path_cuda121_breaks_cu124() -> Scenario:
         machine=machine,
         target=target(f"{VENV}/bin/python", VENV, "3.11.9"),
         system=_linux_system(),
-        nvml=NvmlFacts(
-            status="ok",
-            source="nvml",
-            driver_version="550.54.15",
-            cuda_driver_version=12040,
-            gpus=(gpu,),
-            pci_nvidia_devices=("0000:01:00.0",),
-        ),
+        nvml=_linux_nvml("550.54.15", 12040, gpu),
         torch=TorchFacts(
             installed=True,
             dist_version="2.5.1+cu124",
@@ -313,14 +323,7 @@ def linux_cuda_home_118_with_cu121_torch() -> Scenario:
         machine=machine,
         target=target(f"{VENV}/bin/python", VENV, "3.11.9"),
         system=_linux_system(),
-        nvml=NvmlFacts(
-            status="ok",
-            source="nvml",
-            driver_version="535.183.01",
-            cuda_driver_version=12020,
-            gpus=(gpu,),
-            pci_nvidia_devices=("0000:01:00.0",),
-        ),
+        nvml=_linux_nvml("535.183.01", 12020, gpu),
         torch=_working_torch("2.5.1+cu121", f"{SITE}/torch/__init__.py", "12.1", 90100, gpu, "0.20.1+cu121"),
     )
 
@@ -363,14 +366,7 @@ def linux_nvcc_wrapper_cuda124_cu126_torch() -> Scenario:
         machine=machine,
         target=target(f"{VENV}/bin/python", VENV, "3.11.9"),
         system=_linux_system(),
-        nvml=NvmlFacts(
-            status="ok",
-            source="nvml",
-            driver_version="560.35.03",
-            cuda_driver_version=12060,
-            gpus=(gpu,),
-            pci_nvidia_devices=("0000:01:00.0",),
-        ),
+        nvml=_linux_nvml("560.35.03", 12060, gpu),
         torch=_working_torch("2.7.1+cu126", f"{SITE}/torch/__init__.py", "12.6", 90501, gpu, "0.22.1+cu126"),
     )
 
@@ -505,9 +501,7 @@ def win11_torch291_vc_redist_1436_winerror_1114() -> Scenario:
         machine=machine,
         target=target(f"{venv}\\Scripts\\python.exe", venv, "3.12.7"),
         system=_windows_system(venv),
-        nvml=NvmlFacts(
-            status="ok", source="nvml", driver_version="576.88", cuda_driver_version=12090, gpus=(gpu,)
-        ),
+        nvml=_windows_nvml("576.88", 12090, gpu),
         torch=TorchFacts(
             installed=True,
             dist_version="2.9.1+cu128",
@@ -573,9 +567,7 @@ def win11_conda_vc14_runtime_1438_loads_first() -> Scenario:
         machine=machine,
         target=target(f"{env}\\python.exe", env, "3.11.10", conda=True),
         system=_windows_system(env),
-        nvml=NvmlFacts(
-            status="ok", source="nvml", driver_version="576.88", cuda_driver_version=12090, gpus=(gpu,)
-        ),
+        nvml=_windows_nvml("576.88", 12090, gpu),
         torch=TorchFacts(
             installed=True,
             dist_version="2.9.1+cu128",
@@ -729,9 +721,7 @@ def win11_conda_cuda118_bin_before_env_cu124() -> Scenario:
         machine=machine,
         target=target(f"{env}\\python.exe", env, "3.11.10", conda=True),
         system=_windows_system(env),
-        nvml=NvmlFacts(
-            status="ok", source="nvml", driver_version="560.94", cuda_driver_version=12060, gpus=(gpu,)
-        ),
+        nvml=_windows_nvml("560.94", 12060, gpu),
         torch=_working_torch(
             "2.5.1+cu124", f"{site}\\torch\\__init__.py", "12.4", 90100, gpu, "0.20.1+cu124"
         ),

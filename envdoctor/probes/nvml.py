@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envdoctor.host.base import Host
+from envdoctor.knowledge import archs
 from envdoctor.probes.base import NotApplicable, ProbeContext, ProbeSpec
 
 NVIDIA_PCI_VENDOR = "0x10de"
@@ -33,7 +34,7 @@ class Gpu:
     @property
     def sm(self) -> str | None:
         """ "sm_89" for compute capability 8.9."""
-        return None if self.capability is None else f"sm_{self.capability[0]}{self.capability[1]}"
+        return None if self.capability is None else archs.sm(self.capability)
 
 
 @dataclass(frozen=True)
