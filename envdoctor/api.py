@@ -6,10 +6,10 @@ from typing import Any
 
 from envdoctor.engine import judge, run_probes, selected_probes
 from envdoctor.errors import EnvironmentNotReady
-from envdoctor.expectations import Settings, from_keywords
 from envdoctor.host.base import Host
 from envdoctor.model import Finding, Interpreter, Report, Severity
 from envdoctor.probes import CheckOptions, ProbeContext
+from envdoctor.settings import Settings, from_keywords
 from envdoctor.target import Target, TargetError, resolve_target
 
 

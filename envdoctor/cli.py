@@ -340,7 +340,7 @@ def install(
     Exit codes: 0 a command was found, 1 no build fits (the output says what to change), 2 bad options.
     """
     from envdoctor.host.live import LiveHost
-    from envdoctor.install_session import Given, RequestError, run
+    from envdoctor.install.session import Given, RequestError, run
     from envdoctor.render.install_report import render_json, render_text
 
     given = Given(

@@ -20,8 +20,8 @@ import typer
 from envdoctor.ci import is_ci
 
 if TYPE_CHECKING:
-    from envdoctor.expectations import Settings
     from envdoctor.model import Report
+    from envdoctor.settings import Settings
 
 
 class ReportFormat(str, Enum):
@@ -174,7 +174,7 @@ def check_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def settings_for(requested: Mapping[str, Any], fail: Callable[[str], Any]) -> Settings:
     """Validated settings from the options and the config file; `fail` (one line, exit 2) otherwise."""
-    from envdoctor.expectations import SettingsError, resolve
+    from envdoctor.settings import SettingsError, resolve
 
     options = {k: v for k, v in requested.items() if k != "config"}
     for key in ("ignore", "only", "skip"):  # repeated options: one comma-separated list

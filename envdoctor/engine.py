@@ -28,8 +28,8 @@ from envdoctor.probes import PROBES, NotApplicable, ProbeContext, ProbeSpec
 
 if TYPE_CHECKING:
     # Rules load while the probes run (see run_probes' while_waiting), not before they start.
-    from envdoctor.expectations import Expectations, Settings
     from envdoctor.rules import Rule, RuleContext
+    from envdoctor.settings import Expectations, Settings
 
 
 @dataclass
@@ -171,7 +171,7 @@ def diagnose(
     ignore: Sequence[str] = (),
 ) -> Report:
     from envdoctor.rules import RULES, RuleContext
-    from envdoctor.rules import expectations as expectation_rules
+    from envdoctor.rules.expectations import requirements as expectation_rules
 
     if rules is None:
         rules = RULES

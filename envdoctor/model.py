@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from envdoctor.expectations import Expectations
+    from envdoctor.settings import Expectations
 
 
 class Severity(str, enum.Enum):

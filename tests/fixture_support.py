@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 from envdoctor.engine import judge
-from envdoctor.expectations import Settings, resolve
 from envdoctor.model import Report
 from envdoctor.render.console import make_console, render_console
 from envdoctor.render.json_report import report_to_data
+from envdoctor.settings import Settings, resolve
 from envdoctor.snapshot import load
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,9 +12,9 @@ import pytest
 
 import envdoctor
 from envdoctor.api import check
-from envdoctor.expectations import from_keywords
 from envdoctor.host.base import ChildOutcome
 from envdoctor.host.fake import FakeHost
+from envdoctor.settings import from_keywords
 
 PYTHON = "/home/user/project/.venv/bin/python"
 

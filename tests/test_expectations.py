@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from envdoctor.expectations import (
+from envdoctor.probes import PROBES
+from envdoctor.settings import (
     ConfigError,
     ExpectationError,
     Expectations,
@@ -18,7 +19,6 @@ from envdoctor.expectations import (
     parse_size,
     resolve,
 )
-from envdoctor.probes import PROBES
 
 
 def _resolve(tmp_path: Path, config: str | None = None, **options: object) -> object:

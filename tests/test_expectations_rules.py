@@ -8,9 +8,9 @@ import dataclasses
 import pytest
 
 from envdoctor.engine import judge
-from envdoctor.expectations import Expectations, Settings
 from envdoctor.model import Report, Severity
 from envdoctor.probes.torch_build import TorchDevice
+from envdoctor.settings import Expectations, Settings
 from envdoctor.snapshot import Snapshot, load
 from tests.fixture_support import FIXTURES
 

@@ -143,7 +143,7 @@ def test_junit_is_valid_and_agrees_with_json(name: str, strict: bool) -> None:
 
 def test_junit_skips_ignored_and_unchecked_rules_and_errors_failed_probes() -> None:
     from envdoctor.engine import judge
-    from envdoctor.expectations import Settings
+    from envdoctor.settings import Settings
     from envdoctor.snapshot import load
 
     snap = load(str(FIXTURES / "linux-nvml-probe-timeout.json"))

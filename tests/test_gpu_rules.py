@@ -12,8 +12,8 @@ from envdoctor.model import Finding, Interpreter, PlatformInfo, ProbeResult, Pro
 from envdoctor.probes.nvml import Gpu, NvmlFacts
 from envdoctor.probes.python_env import PythonFacts
 from envdoctor.probes.torch_build import TorchDevice, TorchFacts
+from envdoctor.probes.torch_smoke import SmokeDevice, SmokeError, SmokeFacts, SmokeStep
 from envdoctor.rules.base import RuleContext
-from envdoctor.smoke import SmokeDevice, SmokeError, SmokeFacts, SmokeStep
 
 
 def CC(text: str) -> Capability:

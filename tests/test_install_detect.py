@@ -7,8 +7,8 @@ import pytest
 
 from envdoctor.host.base import ChildOutcome
 from envdoctor.host.fake import FakeHost
-from envdoctor.install_detect import PipIndex, configured_pip_index
-from envdoctor.install_session import Given, RequestError, run
+from envdoctor.install.detect import PipIndex, configured_pip_index
+from envdoctor.install.session import Given, RequestError, run
 from envdoctor.model import PlatformInfo
 from envdoctor.target import PythonInfo
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from envdoctor import install
+from envdoctor.install import plan as install
 from envdoctor.knowledge import release
 from envdoctor.knowledge.archs import arch_list, coverage
 from envdoctor.knowledge.drivers import driver_support

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from envdoctor.install import InstallTarget, plan
+from envdoctor.install.plan import InstallTarget, plan
 from envdoctor.knowledge import release
 from tests.install_support import parse_command
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from envdoctor.install import InstallPlan, InstallTarget, plan
-from envdoctor.install_commands import resolve_mirror
+from envdoctor.install.commands import resolve_mirror
+from envdoctor.install.plan import InstallPlan, InstallTarget, plan
 from envdoctor.knowledge.gpus import parse_gpu
 from tests.install_support import parse_command
 

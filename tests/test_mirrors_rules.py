@@ -10,8 +10,8 @@ from envdoctor.probes.base import ProbeContext
 from envdoctor.probes.mirrors import collect
 from envdoctor.probes.nvml import Gpu, NvmlFacts
 from envdoctor.probes.torch_build import TorchFacts
-from envdoctor.rules import mirrors as rules
 from envdoctor.rules.base import RuleContext
+from envdoctor.rules.mirrors import indexes as rules
 from envdoctor.target import PythonInfo, Target
 
 LINUX = PlatformInfo("Linux", "6.1.0", "#1 SMP", "x86_64")

@@ -11,7 +11,7 @@ from envdoctor.probes.system import SystemFacts
 from envdoctor.probes.torch_build import Package, PythonError, TorchFacts
 from envdoctor.rules import RULES, RULES_BY_CODE
 from envdoctor.rules.base import RuleContext
-from envdoctor.rules.torch_install import explain_import_error
+from envdoctor.rules.torch.install import explain_import_error
 from tests.support import PYTHON
 
 LINUX = PlatformInfo("Linux", "6.8", "1", "x86_64")

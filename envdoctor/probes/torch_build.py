@@ -2,7 +2,7 @@
 
 Everything runs in a child process of the target interpreter (child/torch_probe.py); an import that
 raises, exits, segfaults or hangs comes back as facts. The same child then runs the smoke test
-(envdoctor/smoke.py holds its facts), so torch is imported once.
+(envdoctor/probes/torch_smoke.py holds its facts), so torch is imported once.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from envdoctor import smoke as smoke_facts
 from envdoctor.host.base import ChildOutcome
+from envdoctor.probes import torch_smoke as smoke_facts
 from envdoctor.probes.base import CheckOptions, ProbeContext, ProbeSpec
-from envdoctor.smoke import SmokeFacts
+from envdoctor.probes.torch_smoke import SmokeFacts
 
 _MARGIN = 2.0  # seconds left to the engine after the child's own timeout
 

@@ -6,8 +6,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from envdoctor.install import InstallPlan
-from envdoctor.install_session import Input
+from envdoctor.install.plan import InstallPlan
+from envdoctor.install.session import Input
 from envdoctor.redact import redact
 
 SCHEMA = "envdoctor.install/1"

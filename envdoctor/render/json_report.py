@@ -64,7 +64,7 @@ def report_to_data(report: Report) -> dict[str, Any]:
 
 def expectations_to_data(report: Report) -> dict[str, Any]:
     """Each stated expectation: its value, the rule that judges it, and "met" / "not met" / "ignored"."""
-    from envdoctor.rules.expectations import RULE_OF_KEY, key_status
+    from envdoctor.rules.expectations.requirements import RULE_OF_KEY, key_status
 
     assert report.expectations is not None
     status = key_status(report.expectations, report.findings, report.ignored)

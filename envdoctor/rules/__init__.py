@@ -4,29 +4,23 @@ and DLL loading, 7xx expectations, 9xx envdoctor itself."""
 
 from __future__ import annotations
 
-from envdoctor.rules import (
-    build,
-    driver,
-    envdoctor_self,
-    expectations,
-    gpu,
-    mirrors,
-    toolkit,
-    torch_install,
-    windows,
-)
+from envdoctor.rules import envdoctor, expectations, mirrors, nvml, toolkit, torch, windows
 from envdoctor.rules.base import Hit, Rule, RuleContext, RuleDoc
 
-RULES: tuple[Rule, ...] = (
-    *torch_install.RULES,
-    *driver.RULES,
-    *build.RULES,
-    *gpu.RULES,
-    *toolkit.RULES,
-    *mirrors.RULES,
-    *windows.RULES,
-    *expectations.RULES,
-    *envdoctor_self.RULES,
+# Listed by code, whatever the area packages' order: `envdoctor rules` and the README read this.
+RULES: tuple[Rule, ...] = tuple(
+    sorted(
+        (
+            *torch.RULES,
+            *nvml.RULES,
+            *toolkit.RULES,
+            *mirrors.RULES,
+            *windows.RULES,
+            *expectations.RULES,
+            *envdoctor.RULES,
+        ),
+        key=lambda rule: rule.code,
+    )
 )
 
 RULES_BY_CODE: dict[str, Rule] = {r.code: r for r in RULES}

@@ -72,6 +72,9 @@ class RuleContext:
         return found
 
 
+CheckFn = Callable[[RuleContext], Iterable[Hit]]
+
+
 @dataclass(frozen=True)
 class Rule:
     code: str  # ED###, stable forever
@@ -80,5 +83,40 @@ class Rule:
     area: str  # the probe whose area line the findings belong to
     summary: str  # one line, for `envdoctor rules`
     needs: tuple[type, ...]
-    check: Callable[[RuleContext], Iterable[Hit]]
+    check: CheckFn
     doc: RuleDoc
+
+
+def area_of_module(module: str) -> str:
+    """The area a rule module belongs to is its package under `envdoctor.rules`: one word names
+    the probe, its JSON area and the folder of its rules (`envdoctor.rules.nvml.driver` -> nvml)."""
+    parts = module.split(".")
+    if len(parts) < 4 or parts[:2] != ["envdoctor", "rules"]:
+        raise ValueError(f"rule module {module!r} is not inside an area package of envdoctor.rules")
+    return parts[2]
+
+
+def rule(
+    *,
+    code: str,
+    name: str,
+    severity: Severity,
+    summary: str,
+    needs: tuple[type, ...],
+    doc: RuleDoc,
+) -> Callable[[CheckFn], Rule]:
+    """Declares a rule right above its check function; the area comes from the module's package."""
+
+    def declare(check: CheckFn) -> Rule:
+        return Rule(
+            code=code,
+            name=name,
+            severity=severity,
+            area=area_of_module(check.__module__),
+            summary=summary,
+            needs=needs,
+            check=check,
+            doc=doc,
+        )
+
+    return declare

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from envdoctor import install
+from envdoctor.install import plan as install
 from envdoctor.model import Fix
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.python_env import PythonFacts

@@ -13,10 +13,10 @@ from envdoctor.knowledge.mirrors import official_wheel_url
 from envdoctor.model import Fix, Severity
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.torch_build import TorchFacts
-from envdoctor.rules.base import Hit, Rule, RuleContext, RuleDoc
+from envdoctor.probes.torch_smoke import SmokeDevice, SmokeStep
+from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.fixes import GET_STARTED, driver_fix, install_target, planned_fix
 from envdoctor.shell import join
-from envdoctor.smoke import SmokeDevice, SmokeStep
 
 # torch's own warnings name the GPU's capability; they are a source of it when nothing else is.
 _CUBIN_WARNING = re.compile(r"(?P<name>[^\n]+?) with CUDA capability sm_(?P<cc>\d+) is not compatible")
@@ -170,7 +170,27 @@ def _first_line(text: str) -> str:
     return stripped.splitlines()[0] if stripped else ""
 
 
-def _arch_not_in_build(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED301",
+    name="gpu-arch-not-in-build",
+    severity=Severity.ERROR,
+    summary="the installed torch has no kernels (cubin or PTX) for this GPU's architecture",
+    needs=(TorchFacts,),
+    doc=RuleDoc(
+        what="Each GPU's compute capability (from torch, NVML, or torch's own 'sm_XX is not "
+        "compatible' warning) against torch.cuda.get_arch_list(), with NVIDIA's rule: a cubin "
+        "for sm_XY runs on sm_XZ with Z >= Y of the same major, PTX compute_XY on any GPU >= "
+        "X.Y, and the Jetson/Tegra parts (5.3, 6.2, 7.2, 8.7, 10.1) run only their own cubins.",
+        why="is_available() says True, and then every kernel fails with 'no kernel image is "
+        "available for execution on the device'. Typical: an RTX 50xx (sm_120) with a cu124 "
+        "or cu126 build, a Pascal card with a cu128 build, a Kepler card with anything newer "
+        "than torch 2.7 cu118.",
+        fix="Install a variant whose arch list covers the GPU (the finding names the minimum "
+        "torch and variants and gives the command), or build from source with TORCH_CUDA_ARCH_LIST.",
+        example="RTX 5090 (sm_120) with torch 2.6.0+cu124: arch list sm_50 ... sm_90, no PTX.",
+    ),
+)
+def gpu_arch_not_in_build(ctx: RuleContext) -> Iterator[Hit]:
     torch = ctx.need(TorchFacts)
     warning = _arch_warning(torch)
     for gpu in uncovered_gpus(ctx):
@@ -321,7 +341,26 @@ def _step_story(step: SmokeStep) -> str:
     return f"{step.label} raised {error.type}: {error.message.strip().rstrip('.')}"
 
 
-def _smoke_failed(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED302",
+    name="smoke-test-failed",
+    severity=Severity.ERROR,
+    summary="a smoke-test step (matmul, autograd, fp16/bf16, conv) failed or computed wrong numbers",
+    needs=(TorchFacts,),
+    doc=RuleDoc(
+        what="The smoke test's steps on every device: a first kernel, a matmul against a CPU "
+        "reference, autograd against the analytic gradient, fp16/bf16 matmuls, a conv2d against "
+        "an im2col reference; errors are kept verbatim.",
+        why="is_available() only says the driver libraries load. A busy GPU in exclusive mode, "
+        "a faulting GPU, foreign cuBLAS/cuDNN libraries or broken hardware show up only when "
+        "kernels really run.",
+        fix="Follow the likely cause the finding names: free or share the GPU, check the "
+        "kernel log for Xid errors, clean LD_LIBRARY_PATH, or reinstall.",
+        example="Tesla T4, is_available() True, first allocation: 'CUDA error: CUDA-capable "
+        "device(s) is/are busy or unavailable'.",
+    ),
+)
+def smoke_test_failed(ctx: RuleContext) -> Iterator[Hit]:
     torch = ctx.need(TorchFacts)
     if torch.smoke is None:
         return
@@ -363,7 +402,22 @@ def _bytes(count: int | None) -> str:
     return "?" if count is None else f"{count / 2**20:,.0f} MiB"
 
 
-def _out_of_memory(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED303",
+    name="gpu-out-of-memory",
+    severity=Severity.WARNING,
+    summary="the GPU works, but the smoke test could not allocate memory on it",
+    needs=(TorchFacts,),
+    doc=RuleDoc(
+        what="Smoke-test steps that failed with 'out of memory' (or cuBLAS failing to create "
+        "its handle for lack of memory) even at a size reduced to the free memory.",
+        why="The installation is fine, but any job started now fails: another process holds the memory.",
+        fix="Find the process with nvidia-smi, stop it, or run on another GPU.",
+        example="RTX 3090 with 11 MiB free: 'CUDA out of memory. ... Process 4121 has 23.1 GiB "
+        "memory in use'.",
+    ),
+)
+def gpu_out_of_memory(ctx: RuleContext) -> Iterator[Hit]:
     torch = ctx.need(TorchFacts)
     if torch.smoke is None:
         return
@@ -399,7 +453,23 @@ def _out_of_memory(ctx: RuleContext) -> Iterator[Hit]:
         )
 
 
-def _hung(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED304",
+    name="smoke-test-hung",
+    severity=Severity.ERROR,
+    summary="a smoke-test step did not finish within its time limit",
+    needs=(TorchFacts,),
+    doc=RuleDoc(
+        what="Smoke-test steps that the child's watchdog (or envdoctor's timeout) had to stop; "
+        "each step announces itself before it runs, so the hung step is known.",
+        why="A GPU call that never returns hangs every program that uses the GPU; on a CPU it "
+        "points at a threading deadlock.",
+        fix="Check the GPU with nvidia-smi and the kernel log; if the machine is only slow "
+        "(or compiling PTX for a new GPU), raise --timeout.",
+        example="A virtual A800 (GRID A800D-40C) where torch.rand(5, 3).cuda() never returns.",
+    ),
+)
+def smoke_test_hung(ctx: RuleContext) -> Iterator[Hit]:
     torch = ctx.need(TorchFacts)
     if torch.smoke is None:
         return
@@ -446,82 +516,8 @@ def _hung(ctx: RuleContext) -> Iterator[Hit]:
 
 
 RULES = (
-    Rule(
-        code="ED301",
-        name="gpu-arch-not-in-build",
-        severity=Severity.ERROR,
-        area="torch",
-        summary="the installed torch has no kernels (cubin or PTX) for this GPU's architecture",
-        needs=(TorchFacts,),
-        check=_arch_not_in_build,
-        doc=RuleDoc(
-            what="Each GPU's compute capability (from torch, NVML, or torch's own 'sm_XX is not "
-            "compatible' warning) against torch.cuda.get_arch_list(), with NVIDIA's rule: a cubin "
-            "for sm_XY runs on sm_XZ with Z >= Y of the same major, PTX compute_XY on any GPU >= "
-            "X.Y, and the Jetson/Tegra parts (5.3, 6.2, 7.2, 8.7, 10.1) run only their own cubins.",
-            why="is_available() says True, and then every kernel fails with 'no kernel image is "
-            "available for execution on the device'. Typical: an RTX 50xx (sm_120) with a cu124 "
-            "or cu126 build, a Pascal card with a cu128 build, a Kepler card with anything newer "
-            "than torch 2.7 cu118.",
-            fix="Install a variant whose arch list covers the GPU (the finding names the minimum "
-            "torch and variants and gives the command), or build from source with TORCH_CUDA_ARCH_LIST.",
-            example="RTX 5090 (sm_120) with torch 2.6.0+cu124: arch list sm_50 ... sm_90, no PTX.",
-        ),
-    ),
-    Rule(
-        code="ED302",
-        name="smoke-test-failed",
-        severity=Severity.ERROR,
-        area="torch",
-        summary="a smoke-test step (matmul, autograd, fp16/bf16, conv) failed or computed wrong numbers",
-        needs=(TorchFacts,),
-        check=_smoke_failed,
-        doc=RuleDoc(
-            what="The smoke test's steps on every device: a first kernel, a matmul against a CPU "
-            "reference, autograd against the analytic gradient, fp16/bf16 matmuls, a conv2d against "
-            "an im2col reference; errors are kept verbatim.",
-            why="is_available() only says the driver libraries load. A busy GPU in exclusive mode, "
-            "a faulting GPU, foreign cuBLAS/cuDNN libraries or broken hardware show up only when "
-            "kernels really run.",
-            fix="Follow the likely cause the finding names: free or share the GPU, check the "
-            "kernel log for Xid errors, clean LD_LIBRARY_PATH, or reinstall.",
-            example="Tesla T4, is_available() True, first allocation: 'CUDA error: CUDA-capable "
-            "device(s) is/are busy or unavailable'.",
-        ),
-    ),
-    Rule(
-        code="ED303",
-        name="gpu-out-of-memory",
-        severity=Severity.WARNING,
-        area="torch",
-        summary="the GPU works, but the smoke test could not allocate memory on it",
-        needs=(TorchFacts,),
-        check=_out_of_memory,
-        doc=RuleDoc(
-            what="Smoke-test steps that failed with 'out of memory' (or cuBLAS failing to create "
-            "its handle for lack of memory) even at a size reduced to the free memory.",
-            why="The installation is fine, but any job started now fails: another process holds the memory.",
-            fix="Find the process with nvidia-smi, stop it, or run on another GPU.",
-            example="RTX 3090 with 11 MiB free: 'CUDA out of memory. ... Process 4121 has 23.1 GiB "
-            "memory in use'.",
-        ),
-    ),
-    Rule(
-        code="ED304",
-        name="smoke-test-hung",
-        severity=Severity.ERROR,
-        area="torch",
-        summary="a smoke-test step did not finish within its time limit",
-        needs=(TorchFacts,),
-        check=_hung,
-        doc=RuleDoc(
-            what="Smoke-test steps that the child's watchdog (or envdoctor's timeout) had to stop; "
-            "each step announces itself before it runs, so the hung step is known.",
-            why="A GPU call that never returns hangs every program that uses the GPU; on a CPU it "
-            "points at a threading deadlock.",
-            fix="Check the GPU with nvidia-smi and the kernel log; if the machine is only slow "
-            "(or compiling PTX for a new GPU), raise --timeout.",
-            example="A virtual A800 (GRID A800D-40C) where torch.rand(5, 3).cuda() never returns.",
-        ),
-    ),
+    gpu_arch_not_in_build,
+    smoke_test_failed,
+    gpu_out_of_memory,
+    smoke_test_hung,
 )

@@ -14,7 +14,7 @@ from envdoctor.model import Fix, Severity
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.system import SystemFacts
 from envdoctor.probes.torch_build import TorchFacts
-from envdoctor.rules.base import Hit, Rule, RuleContext, RuleDoc
+from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.fixes import driver_fix, planned_fix
 
 _TOO_OLD = re.compile(r"NVIDIA driver on your system is too old \(found version (\d+)\)")
@@ -72,7 +72,25 @@ def driver_verdict(ctx: RuleContext) -> DriverVerdict | None:
     return DriverVerdict("ok", torch.cuda, driver_text, floor, native, tuple(evidence))
 
 
-def _too_old(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED101",
+    name="driver-too-old-for-torch-cuda",
+    severity=Severity.ERROR,
+    summary="the NVIDIA driver cannot run the CUDA version torch was built with",
+    needs=(TorchFacts, NvmlFacts),
+    doc=RuleDoc(
+        what="The driver version (NVML) against the minimum driver of torch's CUDA major "
+        "family (minor-version compatibility), and torch's own 'driver too old' warning.",
+        why="A CUDA 12 build cannot run on a CUDA 11 driver (and cu13x needs >= 580): CUDA "
+        "is simply unavailable. Common after a plain `pip install -U torch` pulled a newer "
+        "CUDA default than the driver supports.",
+        fix="Upgrade the driver to at least the shown minimum, or install the torch variant "
+        "the current driver supports (the command is shown).",
+        example="driver 470.182.03 (CUDA 11.4) with torch 2.5.1+cu124: 'The NVIDIA driver on "
+        "your system is too old (found version 11040)'.",
+    ),
+)
+def driver_too_old_for_torch_cuda(ctx: RuleContext) -> Iterator[Hit]:
     verdict = driver_verdict(ctx)
     if verdict is None or verdict.kind != "too_old":
         return
@@ -94,7 +112,25 @@ def _too_old(ctx: RuleContext) -> Iterator[Hit]:
     )
 
 
-def _minor_compat(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED102",
+    name="driver-relies-on-minor-version-compat",
+    severity=Severity.WARNING,
+    summary="the driver runs torch's CUDA only through minor-version compatibility",
+    needs=(TorchFacts, NvmlFacts),
+    doc=RuleDoc(
+        what="Whether the driver is older than the CUDA toolkit torch was built with, while "
+        "still meeting the minor-version-compatibility minimum of that major version "
+        "(Linux >= 525.60.13 for 12.x, >= 580 for 13.x).",
+        why="Such a driver runs the build's precompiled kernels, but PTX JIT compilation "
+        "and newer-driver APIs fail, which can break torch.compile, newer GPUs served by "
+        "PTX, and some sparse/JIT-linked paths.",
+        fix="Upgrade the driver to the toolkit's own minimum, or install the variant that "
+        "matches the driver's CUDA version.",
+        example="driver 550.54.14 (CUDA 12.4) with torch 2.7.1+cu126.",
+    ),
+)
+def driver_relies_on_minor_version_compat(ctx: RuleContext) -> Iterator[Hit]:
     verdict = driver_verdict(ctx)
     if verdict is None or verdict.kind != "compat":
         return
@@ -147,7 +183,23 @@ _BROKEN_DRIVER = {
 }
 
 
-def _gpu_without_driver(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED103",
+    name="gpu-without-working-driver",
+    severity=Severity.ERROR,
+    summary="an NVIDIA GPU is present but the driver is missing, not loaded or mismatched",
+    needs=(NvmlFacts,),
+    doc=RuleDoc(
+        what="NVML's status: library not found while an NVIDIA display controller is on the "
+        "PCI bus, driver not loaded, driver/library version mismatch, or no permission.",
+        why="Without a working driver no CUDA program runs, whatever torch build is installed.",
+        fix="Install the driver (or pass it into the container), load the kernel module, or "
+        "reboot after a driver upgrade, as the finding says.",
+        example="nvidia-smi: 'Failed to initialize NVML: Driver/library version mismatch' "
+        "after an unattended driver upgrade.",
+    ),
+)
+def gpu_without_working_driver(ctx: RuleContext) -> Iterator[Hit]:
     nvml = ctx.need(NvmlFacts)
     if nvml.working:
         return
@@ -180,7 +232,21 @@ def _gpu_without_driver(ctx: RuleContext) -> Iterator[Hit]:
         )
 
 
-def _no_gpu(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED104",
+    name="no-nvidia-gpu",
+    severity=Severity.INFO,
+    summary="no NVIDIA GPU or driver was found; torch runs on the CPU",
+    needs=(NvmlFacts,),
+    doc=RuleDoc(
+        what="Whether the machine has no NVIDIA driver and no NVIDIA GPU on the PCI bus.",
+        why="Says plainly that CPU-only is the expected state here, so nobody chases a GPU "
+        "problem that does not exist.",
+        fix="Nothing to fix; for GPU work use a machine with an NVIDIA GPU and driver.",
+        example="A laptop with integrated graphics, a CI runner, or a container started without --gpus.",
+    ),
+)
+def no_nvidia_gpu(ctx: RuleContext) -> Iterator[Hit]:
     nvml = ctx.need(NvmlFacts)
     if nvml.status != "library_not_found" or nvml.pci_nvidia_devices:
         return
@@ -202,78 +268,8 @@ def _no_gpu(ctx: RuleContext) -> Iterator[Hit]:
 
 
 RULES = (
-    Rule(
-        code="ED101",
-        name="driver-too-old-for-torch-cuda",
-        severity=Severity.ERROR,
-        area="nvml",
-        summary="the NVIDIA driver cannot run the CUDA version torch was built with",
-        needs=(TorchFacts, NvmlFacts),
-        check=_too_old,
-        doc=RuleDoc(
-            what="The driver version (NVML) against the minimum driver of torch's CUDA major "
-            "family (minor-version compatibility), and torch's own 'driver too old' warning.",
-            why="A CUDA 12 build cannot run on a CUDA 11 driver (and cu13x needs >= 580): CUDA "
-            "is simply unavailable. Common after a plain `pip install -U torch` pulled a newer "
-            "CUDA default than the driver supports.",
-            fix="Upgrade the driver to at least the shown minimum, or install the torch variant "
-            "the current driver supports (the command is shown).",
-            example="driver 470.182.03 (CUDA 11.4) with torch 2.5.1+cu124: 'The NVIDIA driver on "
-            "your system is too old (found version 11040)'.",
-        ),
-    ),
-    Rule(
-        code="ED102",
-        name="driver-relies-on-minor-version-compat",
-        severity=Severity.WARNING,
-        area="nvml",
-        summary="the driver runs torch's CUDA only through minor-version compatibility",
-        needs=(TorchFacts, NvmlFacts),
-        check=_minor_compat,
-        doc=RuleDoc(
-            what="Whether the driver is older than the CUDA toolkit torch was built with, while "
-            "still meeting the minor-version-compatibility minimum of that major version "
-            "(Linux >= 525.60.13 for 12.x, >= 580 for 13.x).",
-            why="Such a driver runs the build's precompiled kernels, but PTX JIT compilation "
-            "and newer-driver APIs fail, which can break torch.compile, newer GPUs served by "
-            "PTX, and some sparse/JIT-linked paths.",
-            fix="Upgrade the driver to the toolkit's own minimum, or install the variant that "
-            "matches the driver's CUDA version.",
-            example="driver 550.54.14 (CUDA 12.4) with torch 2.7.1+cu126.",
-        ),
-    ),
-    Rule(
-        code="ED103",
-        name="gpu-without-working-driver",
-        severity=Severity.ERROR,
-        area="nvml",
-        summary="an NVIDIA GPU is present but the driver is missing, not loaded or mismatched",
-        needs=(NvmlFacts,),
-        check=_gpu_without_driver,
-        doc=RuleDoc(
-            what="NVML's status: library not found while an NVIDIA display controller is on the "
-            "PCI bus, driver not loaded, driver/library version mismatch, or no permission.",
-            why="Without a working driver no CUDA program runs, whatever torch build is installed.",
-            fix="Install the driver (or pass it into the container), load the kernel module, or "
-            "reboot after a driver upgrade, as the finding says.",
-            example="nvidia-smi: 'Failed to initialize NVML: Driver/library version mismatch' "
-            "after an unattended driver upgrade.",
-        ),
-    ),
-    Rule(
-        code="ED104",
-        name="no-nvidia-gpu",
-        severity=Severity.INFO,
-        area="nvml",
-        summary="no NVIDIA GPU or driver was found; torch runs on the CPU",
-        needs=(NvmlFacts,),
-        check=_no_gpu,
-        doc=RuleDoc(
-            what="Whether the machine has no NVIDIA driver and no NVIDIA GPU on the PCI bus.",
-            why="Says plainly that CPU-only is the expected state here, so nobody chases a GPU "
-            "problem that does not exist.",
-            fix="Nothing to fix; for GPU work use a machine with an NVIDIA GPU and driver.",
-            example="A laptop with integrated graphics, a CI runner, or a container started without --gpus.",
-        ),
-    ),
+    driver_too_old_for_torch_cuda,
+    driver_relies_on_minor_version_compat,
+    gpu_without_working_driver,
+    no_nvidia_gpu,
 )

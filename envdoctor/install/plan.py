@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from packaging.version import Version
 
 from envdoctor import knowledge
-from envdoctor.install_commands import (
+from envdoctor.install.commands import (
     MirrorChoice,
     PlannedCommand,
     choose_index,

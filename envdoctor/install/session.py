@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 from envdoctor import knowledge
 from envdoctor.host.base import Host
-from envdoctor.install import InstallPlan, InstallTarget, plan
-from envdoctor.install_commands import MirrorChoice, resolve_mirror
-from envdoctor.install_detect import Detected, detect
-from envdoctor.install_request import (
+from envdoctor.install.commands import MirrorChoice, resolve_mirror
+from envdoctor.install.detect import Detected, detect
+from envdoctor.install.plan import InstallPlan, InstallTarget, plan
+from envdoctor.install.request import (
     Given,
     RequestError,
     check_combination,

@@ -23,10 +23,12 @@ from envdoctor.probes.windows import (
     DllFile,
     WindowsFacts,
 )
-from envdoctor.rules.base import Hit, Rule, RuleContext, RuleDoc
+from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.env_edits import path_removal_fixes
 from envdoctor.rules.fixes import planned_fix
 from envdoctor.shell import quote
+
+_NEEDS = (WindowsFacts,)
 
 DLL_DOCS = "https://learn.microsoft.com/en-us/windows/win32/dlls/dynamic-link-library-search-order"
 LONG_PATHS_DOCS = "https://learn.microsoft.com/en-us/windows/win32/fileio/maximum-file-path-limitation"
@@ -122,7 +124,24 @@ def _folder_removal(ctx: RuleContext, files: list[DllFile], why: str) -> tuple[F
 # ED601 ---------------------------------------------------------------------------------------------
 
 
-def _redist_missing(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED601",
+    name="vc-runtime-missing",
+    severity=Severity.ERROR,
+    summary="the Microsoft Visual C++ v14 runtime DLLs torch needs are missing",
+    needs=_NEEDS,
+    doc=RuleDoc(
+        what="msvcp140.dll, vcruntime140.dll and vcruntime140_1.dll in System32 and the folders "
+        "searched before it, the DLL check's loaded modules, and the v14 redistributable's "
+        "registry key (both views).",
+        why="Every torch DLL links against them: without them import torch fails with "
+        "[WinError 126] on c10.dll.",
+        fix="Install the latest VC++ 2015-2022 x64 redistributable (aka.ms/vc14/vc_redist.x64.exe, "
+        "/install /passive /norestart).",
+        example="A fresh Windows 11 with the Microsoft Store Python: msvcp140.dll is absent.",
+    ),
+)
+def vc_runtime_missing(ctx: RuleContext) -> Iterator[Hit]:
     facts = ctx.need(WindowsFacts)
     missing = [name for name in knowledge.vc_redist().runtime_dlls if loaded_runtime(facts, name)[0] is None]
     if ctx.platform.machine.upper() == "ARM64":
@@ -171,7 +190,24 @@ def _evidence(loaded: DllFile, observed: bool, facts: WindowsFacts) -> tuple[str
     )
 
 
-def _runtime_too_old(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED602",
+    name="vc-runtime-too-old-for-torch",
+    severity=Severity.ERROR,
+    summary="System32's msvcp140.dll is older than torch needs (>= 14.40 from torch 2.9)",
+    needs=(WindowsFacts, TorchFacts),
+    doc=RuleDoc(
+        what="The file version of the msvcp140.dll torch loads, when it is System32's, against "
+        "the minimum for the installed torch (windows.json: >= 14.40 from 2.9.0, a floor "
+        "PyTorch does not document; see the caveat in the finding).",
+        why="torch >= 2.9 is built with MSVC 14.42, whose std::mutex needs msvcp140.dll >= "
+        "14.40; an older one fails in c10.dll's start-up with [WinError 1114].",
+        fix="Install the latest VC++ redistributable; or stay on torch 2.8.",
+        example="torch 2.9.1 with the redistributable 14.36 from 2023: [WinError 1114] ... "
+        'Error loading "...\\torch\\lib\\c10.dll" (pytorch/pytorch #169429).',
+    ),
+)
+def vc_runtime_too_old_for_torch(ctx: RuleContext) -> Iterator[Hit]:
     found = _too_old(ctx)
     if found is None:
         return
@@ -230,7 +266,25 @@ def _copy_fixes(ctx: RuleContext, loaded: DllFile, minimum: knowledge.RuntimeMin
     return tuple(fixes)
 
 
-def _old_copy_first(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED603",
+    name="old-msvcp140-loads-first",
+    severity=Severity.ERROR,
+    summary="an older msvcp140.dll from another folder loads before System32's and breaks torch",
+    needs=(WindowsFacts, TorchFacts),
+    doc=RuleDoc(
+        what="Whether the msvcp140.dll torch gets (seen loaded by the DLL check, else the first "
+        "in the search order) is a copy outside System32 older than torch's minimum.",
+        why="Windows gives every DLL that asks for msvcp140.dll the copy loaded first; a "
+        "conda environment's or another package's old copy breaks torch even when the "
+        "system redistributable is new.",
+        fix="Update the package that ships the old copy (conda: vc14_runtime), remove its folder "
+        "from PATH, or import torch first.",
+        example="A conda env with vc14_runtime 14.38 in its root folder, System32 at 14.44, "
+        "torch 2.9.1: [WinError 1114] on c10.dll.",
+    ),
+)
+def old_msvcp140_loads_first(ctx: RuleContext) -> Iterator[Hit]:
     found = _too_old(ctx)
     if found is None:
         return
@@ -270,7 +324,25 @@ def _old_copy_first(ctx: RuleContext) -> Iterator[Hit]:
 # ED604 ---------------------------------------------------------------------------------------------
 
 
-def _dll_load_fails(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED604",
+    name="torch-dll-load-fails",
+    severity=Severity.ERROR,
+    summary="one of torch's DLLs does not load (WinError 126/127/1114) in the target Python",
+    needs=_NEEDS,
+    doc=RuleDoc(
+        what="Loads every DLL in torch\\lib like import torch does (torch's add_dll_directory "
+        "set, LoadLibraryExW with the same flags and PATH fallback), c10.dll first, in a child "
+        "of the target interpreter, and reports the first failure with its WinError.",
+        why="import torch names whichever DLL it tried first; loading c10.dll first and "
+        "reporting the loaded runtime copies shows the real culprit.",
+        fix="In this order: the VC++ redistributable, PATH entries that bring foreign DLLs, a "
+        "clean reinstall matched to the Python and the CUDA driver.",
+        example='OSError: [WinError 1114] ... Error loading "...\\torch\\lib\\c10.dll" or one '
+        "of its dependencies.",
+    ),
+)
+def torch_dll_load_fails(ctx: RuleContext) -> Iterator[Hit]:
     facts = ctx.need(WindowsFacts)
     load = facts.dll_load
     first = load.first_failure
@@ -317,7 +389,21 @@ def _dll_load_fails(ctx: RuleContext) -> Iterator[Hit]:
 # ED605 / ED606 -------------------------------------------------------------------------------------
 
 
-def _store_python(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED605",
+    name="microsoft-store-python",
+    severity=Severity.WARNING,
+    summary="the examined Python is the Microsoft Store build",
+    needs=_NEEDS,
+    doc=RuleDoc(
+        what="Whether the interpreter lives under WindowsApps / PythonSoftwareFoundation.Python.",
+        why="Its deep per-user package folder runs into the 260-character path limit and its "
+        "layout has caused DLL load failures (pytorch/pytorch #23823, #39734).",
+        fix="Use Python from python.org (or conda) with a venv in a short folder.",
+        example="C:\\Users\\user\\AppData\\Local\\Microsoft\\WindowsApps\\python3.11.exe",
+    ),
+)
+def microsoft_store_python(ctx: RuleContext) -> Iterator[Hit]:
     facts = ctx.need(WindowsFacts)
     if not facts.store_python:
         return
@@ -348,7 +434,21 @@ def _install_folder(ctx: RuleContext, facts: WindowsFacts) -> str | None:
     return max(folders, key=len) if facts.store_python else folders[0]
 
 
-def _long_paths(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED606",
+    name="long-paths-disabled",
+    severity=Severity.WARNING,
+    summary="long paths are disabled and torch's deepest file would exceed 260 characters",
+    needs=_NEEDS,
+    doc=RuleDoc(
+        what="LongPathsEnabled in HKLM\\SYSTEM\\CurrentControlSet\\Control\\FileSystem, and the "
+        "length of torch's install folder plus its deepest file (119 characters in torch 2.13).",
+        why="Past MAX_PATH pip cannot write torch's deepest headers and leaves a broken install.",
+        fix="Enable long paths (administrator), or install into a venv in a short folder.",
+        example="Store Python: ...\\LocalCache\\local-packages\\Python311\\site-packages (140+ characters).",
+    ),
+)
+def long_paths_disabled(ctx: RuleContext) -> Iterator[Hit]:
     facts = ctx.need(WindowsFacts)
     if facts.long_paths_enabled is not False:
         return
@@ -386,7 +486,22 @@ def _long_paths(ctx: RuleContext) -> Iterator[Hit]:
 # ED607 ---------------------------------------------------------------------------------------------
 
 
-def _duplicate_openmp(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED607",
+    name="duplicate-openmp-runtime",
+    severity=Severity.WARNING,
+    summary="several libiomp5md.dll copies can load into the same Python",
+    needs=_NEEDS,
+    doc=RuleDoc(
+        what="libiomp5md.dll in torch\\lib, python.exe's folder, torch's DLL directories and the "
+        "environment.",
+        why="Two Intel OpenMP runtimes in one process abort with 'OMP: Error #15'.",
+        fix="conda install nomkl, or remove the copy that is not torch's; KMP_DUPLICATE_LIB_OK "
+        "only to confirm.",
+        example="A conda env's Library\\bin\\libiomp5md.dll next to torch\\lib\\libiomp5md.dll.",
+    ),
+)
+def duplicate_openmp_runtime(ctx: RuleContext) -> Iterator[Hit]:
     facts = ctx.need(WindowsFacts)
     copies = [f for f in facts.openmp_files if f.origin in (TORCH_LIB, APP_DIR, DLL_DIRECTORY, ENV)]
     if len(copies) < 2:
@@ -443,7 +558,22 @@ def _shadowing_cuda(facts: WindowsFacts) -> Iterator[DllFile]:
             yield module
 
 
-def _cuda_dlls_on_path(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED608",
+    name="cuda-dlls-on-path-shadow-torch",
+    severity=Severity.WARNING,
+    summary="cuDNN/cuBLAS DLLs on PATH share names with torch's own but are other versions",
+    needs=_NEEDS,
+    doc=RuleDoc(
+        what="cudnn*, cublas*, cudart*, nvJitLink*, cusparse* DLLs in PATH folders against the "
+        "same-named DLLs in torch\\lib (file versions), and CUDA DLLs the DLL check saw loaded "
+        "from PATH.",
+        why="A same-named DLL loaded through PATH first wins for the whole process: [WinError 127].",
+        fix="Remove the old CUDA/cuDNN folders from PATH (the exact edit is shown).",
+        example="CUDA v12.1\\bin on PATH with cublas64_12.dll 12.1 while torch bundles 12.4.",
+    ),
+)
+def cuda_dlls_on_path_shadow_torch(ctx: RuleContext) -> Iterator[Hit]:
     facts = ctx.need(WindowsFacts)
     found = list(dict.fromkeys(_shadowing_cuda(facts)))
     if not found:
@@ -467,152 +597,13 @@ def _cuda_dlls_on_path(ctx: RuleContext) -> Iterator[Hit]:
     )
 
 
-_NEEDS = (WindowsFacts,)
-
 RULES = (
-    Rule(
-        code="ED601",
-        name="vc-runtime-missing",
-        severity=Severity.ERROR,
-        area="windows",
-        summary="the Microsoft Visual C++ v14 runtime DLLs torch needs are missing",
-        needs=_NEEDS,
-        check=_redist_missing,
-        doc=RuleDoc(
-            what="msvcp140.dll, vcruntime140.dll and vcruntime140_1.dll in System32 and the folders "
-            "searched before it, the DLL check's loaded modules, and the v14 redistributable's "
-            "registry key (both views).",
-            why="Every torch DLL links against them: without them import torch fails with "
-            "[WinError 126] on c10.dll.",
-            fix="Install the latest VC++ 2015-2022 x64 redistributable (aka.ms/vc14/vc_redist.x64.exe, "
-            "/install /passive /norestart).",
-            example="A fresh Windows 11 with the Microsoft Store Python: msvcp140.dll is absent.",
-        ),
-    ),
-    Rule(
-        code="ED602",
-        name="vc-runtime-too-old-for-torch",
-        severity=Severity.ERROR,
-        area="windows",
-        summary="System32's msvcp140.dll is older than torch needs (>= 14.40 from torch 2.9)",
-        needs=(WindowsFacts, TorchFacts),
-        check=_runtime_too_old,
-        doc=RuleDoc(
-            what="The file version of the msvcp140.dll torch loads, when it is System32's, against "
-            "the minimum for the installed torch (windows.json: >= 14.40 from 2.9.0, a floor "
-            "PyTorch does not document; see the caveat in the finding).",
-            why="torch >= 2.9 is built with MSVC 14.42, whose std::mutex needs msvcp140.dll >= "
-            "14.40; an older one fails in c10.dll's start-up with [WinError 1114].",
-            fix="Install the latest VC++ redistributable; or stay on torch 2.8.",
-            example="torch 2.9.1 with the redistributable 14.36 from 2023: [WinError 1114] ... "
-            'Error loading "...\\torch\\lib\\c10.dll" (pytorch/pytorch #169429).',
-        ),
-    ),
-    Rule(
-        code="ED603",
-        name="old-msvcp140-loads-first",
-        severity=Severity.ERROR,
-        area="windows",
-        summary="an older msvcp140.dll from another folder loads before System32's and breaks torch",
-        needs=(WindowsFacts, TorchFacts),
-        check=_old_copy_first,
-        doc=RuleDoc(
-            what="Whether the msvcp140.dll torch gets (seen loaded by the DLL check, else the first "
-            "in the search order) is a copy outside System32 older than torch's minimum.",
-            why="Windows gives every DLL that asks for msvcp140.dll the copy loaded first; a "
-            "conda environment's or another package's old copy breaks torch even when the "
-            "system redistributable is new.",
-            fix="Update the package that ships the old copy (conda: vc14_runtime), remove its folder "
-            "from PATH, or import torch first.",
-            example="A conda env with vc14_runtime 14.38 in its root folder, System32 at 14.44, "
-            "torch 2.9.1: [WinError 1114] on c10.dll.",
-        ),
-    ),
-    Rule(
-        code="ED604",
-        name="torch-dll-load-fails",
-        severity=Severity.ERROR,
-        area="windows",
-        summary="one of torch's DLLs does not load (WinError 126/127/1114) in the target Python",
-        needs=_NEEDS,
-        check=_dll_load_fails,
-        doc=RuleDoc(
-            what="Loads every DLL in torch\\lib like import torch does (torch's add_dll_directory "
-            "set, LoadLibraryExW with the same flags and PATH fallback), c10.dll first, in a child "
-            "of the target interpreter, and reports the first failure with its WinError.",
-            why="import torch names whichever DLL it tried first; loading c10.dll first and "
-            "reporting the loaded runtime copies shows the real culprit.",
-            fix="In this order: the VC++ redistributable, PATH entries that bring foreign DLLs, a "
-            "clean reinstall matched to the Python and the CUDA driver.",
-            example='OSError: [WinError 1114] ... Error loading "...\\torch\\lib\\c10.dll" or one '
-            "of its dependencies.",
-        ),
-    ),
-    Rule(
-        code="ED605",
-        name="microsoft-store-python",
-        severity=Severity.WARNING,
-        area="windows",
-        summary="the examined Python is the Microsoft Store build",
-        needs=_NEEDS,
-        check=_store_python,
-        doc=RuleDoc(
-            what="Whether the interpreter lives under WindowsApps / PythonSoftwareFoundation.Python.",
-            why="Its deep per-user package folder runs into the 260-character path limit and its "
-            "layout has caused DLL load failures (pytorch/pytorch #23823, #39734).",
-            fix="Use Python from python.org (or conda) with a venv in a short folder.",
-            example="C:\\Users\\user\\AppData\\Local\\Microsoft\\WindowsApps\\python3.11.exe",
-        ),
-    ),
-    Rule(
-        code="ED606",
-        name="long-paths-disabled",
-        severity=Severity.WARNING,
-        area="windows",
-        summary="long paths are disabled and torch's deepest file would exceed 260 characters",
-        needs=_NEEDS,
-        check=_long_paths,
-        doc=RuleDoc(
-            what="LongPathsEnabled in HKLM\\SYSTEM\\CurrentControlSet\\Control\\FileSystem, and the "
-            "length of torch's install folder plus its deepest file (119 characters in torch 2.13).",
-            why="Past MAX_PATH pip cannot write torch's deepest headers and leaves a broken install.",
-            fix="Enable long paths (administrator), or install into a venv in a short folder.",
-            example="Store Python: ...\\LocalCache\\local-packages\\Python311\\site-packages "
-            "(140+ characters).",
-        ),
-    ),
-    Rule(
-        code="ED607",
-        name="duplicate-openmp-runtime",
-        severity=Severity.WARNING,
-        area="windows",
-        summary="several libiomp5md.dll copies can load into the same Python",
-        needs=_NEEDS,
-        check=_duplicate_openmp,
-        doc=RuleDoc(
-            what="libiomp5md.dll in torch\\lib, python.exe's folder, torch's DLL directories and the "
-            "environment.",
-            why="Two Intel OpenMP runtimes in one process abort with 'OMP: Error #15'.",
-            fix="conda install nomkl, or remove the copy that is not torch's; KMP_DUPLICATE_LIB_OK "
-            "only to confirm.",
-            example="A conda env's Library\\bin\\libiomp5md.dll next to torch\\lib\\libiomp5md.dll.",
-        ),
-    ),
-    Rule(
-        code="ED608",
-        name="cuda-dlls-on-path-shadow-torch",
-        severity=Severity.WARNING,
-        area="windows",
-        summary="cuDNN/cuBLAS DLLs on PATH share names with torch's own but are other versions",
-        needs=_NEEDS,
-        check=_cuda_dlls_on_path,
-        doc=RuleDoc(
-            what="cudnn*, cublas*, cudart*, nvJitLink*, cusparse* DLLs in PATH folders against the "
-            "same-named DLLs in torch\\lib (file versions), and CUDA DLLs the DLL check saw loaded "
-            "from PATH.",
-            why="A same-named DLL loaded through PATH first wins for the whole process: [WinError 127].",
-            fix="Remove the old CUDA/cuDNN folders from PATH (the exact edit is shown).",
-            example="CUDA v12.1\\bin on PATH with cublas64_12.dll 12.1 while torch bundles 12.4.",
-        ),
-    ),
+    vc_runtime_missing,
+    vc_runtime_too_old_for_torch,
+    old_msvcp140_loads_first,
+    torch_dll_load_fails,
+    microsoft_store_python,
+    long_paths_disabled,
+    duplicate_openmp_runtime,
+    cuda_dlls_on_path_shadow_torch,
 )

@@ -15,8 +15,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from packaging.version import Version
 
-from envdoctor import install
-from envdoctor.install_commands import resolve_mirror
+from envdoctor.install import plan as install
+from envdoctor.install.commands import resolve_mirror
 from envdoctor.knowledge import mirrors, parse_version
 from envdoctor.knowledge.mirrors import KnownIndex
 from envdoctor.model import Fix, Severity
@@ -35,7 +35,7 @@ from envdoctor.probes.mirrors import (
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.redact import has_secret, redact_text
-from envdoctor.rules.base import Hit, Rule, RuleContext, RuleDoc
+from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.fixes import GET_STARTED, install_target
 from envdoctor.shell import quote
 
@@ -249,7 +249,27 @@ def _default_indexes(facts: MirrorFacts) -> Iterator[_DefaultIndex]:
             yield _DefaultIndex("uv", first.url, first.origin, first.line, found, others)
 
 
-def _mirror_cpu_only(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED501",
+    name="pypi-mirror-gives-cpu-torch",
+    severity=Severity.WARNING,
+    summary="a PyPI mirror is the index on Windows/macOS while a CUDA build is wanted",
+    needs=(MirrorFacts,),
+    doc=RuleDoc(
+        what="On Windows and macOS, whether pip's index-url or uv's default index is a known PyPI "
+        "mirror (TUNA, USTC, Aliyun, ...) with no PyTorch wheel index configured beside it, while "
+        "an NVIDIA GPU or an installed CUDA build says CUDA is wanted.",
+        why="PyPI has only CPU-only torch wheels for Windows and macOS, and mirrors copy PyPI, so "
+        '`pip install torch` through the mirror always gives +cpu (the classic "the TUNA torch '
+        'has no CUDA" report). macOS has no CUDA builds at all, so there it never fires.',
+        fix="Keep the mirror for everything else and name a PyTorch CUDA index on the torch "
+        "command line (--index-url overrides the configured one); the command is shown, with the "
+        "mirror operator's own PyTorch-wheel mirror where it runs one.",
+        example="Windows 11, RTX 4070, %APPDATA%\\pip\\pip.ini: index-url = "
+        "https://pypi.tuna.tsinghua.edu.cn/simple; `pip install torch` gives 2.5.1+cpu.",
+    ),
+)
+def pypi_mirror_gives_cpu_torch(ctx: RuleContext) -> Iterator[Hit]:
     if ctx.platform.os not in ("windows", "macos") or not _cuda_wanted(ctx):
         return
     facts = ctx.need(MirrorFacts)
@@ -288,7 +308,26 @@ def _mirror_cpu_only(ctx: RuleContext) -> Iterator[Hit]:
 # ED502: a PyTorch index only as an extra index next to PyPI or a mirror (pip)
 
 
-def _torch_extra_index(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED502",
+    name="pytorch-index-as-extra-index",
+    severity=Severity.WARNING,
+    summary="a PyTorch wheel index is only an extra index or find-links next to PyPI or a mirror",
+    needs=(MirrorFacts,),
+    doc=RuleDoc(
+        what="Whether pip's effective extra-index-url or find-links holds a PyTorch wheel index "
+        "(official or a mirror) while the index-url is PyPI, a mirror or another index.",
+        why="pip has no index priority: the highest version from any source wins, and the "
+        "source is not part of the ranking. Same version: the +cuXXX/+cpu wheel outranks the "
+        "plain one. Newer plain version elsewhere: that one wins, which is how CPU-only or "
+        "wrong-CUDA builds arrive silently (pytorch/pytorch#96884, pytorch/ci-infra#661).",
+        fix="Remove the PyTorch index from the configuration and give it as --index-url on the "
+        "torch command, pinning the variant with its local label (torch==2.5.1+cu124).",
+        example="pip.conf: index-url = https://mirrors.aliyun.com/pypi/simple/, extra-index-url = "
+        "https://download.pytorch.org/whl/cu116; torch 2.0 then comes from the mirror.",
+    ),
+)
+def pytorch_index_as_extra_index(ctx: RuleContext) -> Iterator[Hit]:
     facts = ctx.need(MirrorFacts)
     pip = facts.pip
     if pip.flag("no-index"):
@@ -413,7 +452,26 @@ def _remove_channel(ctx: RuleContext, item: _Frozen, home: str | None) -> Fix:
     )
 
 
-def _frozen_channels(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED503",
+    name="conda-pytorch-channel-frozen",
+    severity=Severity.WARNING,
+    summary="conda's pytorch/nvidia channels are configured, but PyTorch no longer publishes there",
+    needs=(MirrorFacts,),
+    doc=RuleDoc(
+        what="conda's merged channels and default_channels (every .condarc and CONDA_CHANNELS) "
+        "for channels whose torch publication ended (knowledge base: pytorch and nvidia), while "
+        "torch is missing or newer than their last release.",
+        why="PyTorch published 2.5 as its last release to the pytorch channel "
+        "(pytorch/pytorch#138506); every mirror of it is frozen at 2.5.x. Newer torch cannot come "
+        "from there: the solve fails or an old build is installed.",
+        fix="Remove the channel and install torch with pip from PyTorch's wheel index inside the "
+        "conda environment, or take conda-forge's pytorch package.",
+        example="~/.condarc: channels [pytorch, nvidia, defaults] on a machine that needs torch "
+        "2.7 for an RTX 5090.",
+    ),
+)
+def conda_pytorch_channel_frozen(ctx: RuleContext) -> Iterator[Hit]:
     facts = ctx.need(MirrorFacts)
     torch = ctx.get(TorchFacts)
     frozen = _frozen_in_use(facts, torch)
@@ -565,7 +623,26 @@ def _missing_channel_hit(item: _Configured, known: KnownIndex, missing: tuple[st
     )
 
 
-def _stale_mirror(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED504",
+    name="stale-or-dropped-mirror",
+    severity=Severity.WARNING,
+    summary="a configured mirror is known to be stale or no longer served",
+    needs=(MirrorFacts,),
+    doc=RuleDoc(
+        what="Every index, find-links, channel, custom channel and channel_alias that pip, conda "
+        "and uv use, against the knowledge base's mirror status (stale or dropped, with source) "
+        "and the channels a working conda mirror does not carry (USTC's has no pytorch channel).",
+        why='A stale mirror silently offers older releases or none at all ("Could not find a '
+        'version that satisfies the requirement"); a dropped one fails with connection errors '
+        "that look like network trouble.",
+        fix="Switch to the operator's current URL where there is one (shown), else remove the "
+        "entry or use a maintained mirror.",
+        example="index-url = https://pypi.douban.com/simple (dead since 2024) or "
+        "https://pypi.mirrors.ustc.edu.cn/simple (the very old USTC host).",
+    ),
+)
+def stale_or_dropped_mirror(ctx: RuleContext) -> Iterator[Hit]:
     facts = ctx.need(MirrorFacts)
     seen: set[tuple[str, str]] = set()
     for item in configured_urls(facts):
@@ -614,7 +691,26 @@ def _secrets_in_files(facts: MirrorFacts) -> Iterator[tuple[str, str, str, str, 
         )
 
 
-def _plain_credentials(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED505",
+    name="index-credentials-in-plain-text",
+    severity=Severity.WARNING,
+    summary="a configuration file holds an index password or token in plain text",
+    needs=(MirrorFacts,),
+    doc=RuleDoc(
+        what="URLs in pip files, .condarc files and uv.toml/pyproject.toml with user:password@, "
+        "token@, a conda /t/<token>/ segment or a secret-looking query parameter. Environment "
+        "variables are the recommended place and are not flagged. envdoctor itself masks every "
+        "such value as **** in all its output.",
+        why="Configuration files get copied, backed up, shared and committed; `pip config list` "
+        "prints the values unredacted.",
+        fix="Keep the bare URL in the file and move the login to the keyring or ~/.netrc (pip), "
+        "UV_INDEX_<NAME>_USERNAME/PASSWORD (uv), or the issuing tool's token store (conda).",
+        example="pip.conf: extra-index-url = https://__token__:glpat-...@gitlab.example.com/api/v4/"
+        "projects/1/packages/pypi/simple",
+    ),
+)
+def index_credentials_in_plain_text(ctx: RuleContext) -> Iterator[Hit]:
     facts = ctx.need(MirrorFacts)
     os_name = ctx.platform.os
     for tool, setting, value, path, line in _secrets_in_files(facts):
@@ -768,154 +864,51 @@ def _broken_files(ctx: RuleContext, effect: str) -> Iterator[Hit]:
         )
 
 
-def _fatal_files(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED506",
+    name="package-config-unusable",
+    severity=Severity.ERROR,
+    summary="pip, conda or uv refuses to run because of a broken configuration file",
+    needs=(MirrorFacts,),
+    doc=RuleDoc(
+        what="Every configuration file on the tools' search paths: INI syntax for pip, YAML "
+        "syntax and value types for conda, TOML for uv, plus files named by UV_CONFIG_FILE that "
+        "do not exist and files conda or uv cannot open.",
+        why='pip ("Configuration file could not be loaded"), conda and uv stop at such a file, '
+        "so no install works, whatever the command line says.",
+        fix="Correct the named line, or move the file aside to confirm it is the cause.",
+        example="pip.conf without a [global] header: `index-url = ...` on line 1.",
+    ),
+)
+def package_config_unusable(ctx: RuleContext) -> Iterator[Hit]:
     return _broken_files(ctx, "fatal")
 
 
-def _ignored_files(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED507",
+    name="package-config-ignored",
+    severity=Severity.WARNING,
+    summary="a configuration file is silently skipped, so its settings do not apply",
+    needs=(MirrorFacts,),
+    doc=RuleDoc(
+        what="pip files that are unreadable or are folders (configparser skips them silently), "
+        "PIP_CONFIG_FILE or CONDARC naming a file that does not exist, a pyproject.toml uv cannot "
+        "parse (uv warns and moves on), an unreadable uv user file.",
+        why="The mirror, index or constraint you configured is not used, and nothing says so.",
+        fix="Fix the permissions, replace the folder by a file, or point the variable at the right file.",
+        example="PIP_CONFIG_FILE=~/pip.conf exported in .bashrc while the file is ~/.pip/pip.conf.",
+    ),
+)
+def package_config_ignored(ctx: RuleContext) -> Iterator[Hit]:
     return _broken_files(ctx, "ignored")
 
 
 RULES = (
-    Rule(
-        code="ED501",
-        name="pypi-mirror-gives-cpu-torch",
-        severity=Severity.WARNING,
-        area="mirrors",
-        summary="a PyPI mirror is the index on Windows/macOS while a CUDA build is wanted",
-        needs=(MirrorFacts,),
-        check=_mirror_cpu_only,
-        doc=RuleDoc(
-            what="On Windows and macOS, whether pip's index-url or uv's default index is a known PyPI "
-            "mirror (TUNA, USTC, Aliyun, ...) with no PyTorch wheel index configured beside it, while "
-            "an NVIDIA GPU or an installed CUDA build says CUDA is wanted.",
-            why="PyPI has only CPU-only torch wheels for Windows and macOS, and mirrors copy PyPI, so "
-            '`pip install torch` through the mirror always gives +cpu (the classic "the TUNA torch '
-            'has no CUDA" report). macOS has no CUDA builds at all, so there it never fires.',
-            fix="Keep the mirror for everything else and name a PyTorch CUDA index on the torch "
-            "command line (--index-url overrides the configured one); the command is shown, with the "
-            "mirror operator's own PyTorch-wheel mirror where it runs one.",
-            example="Windows 11, RTX 4070, %APPDATA%\\pip\\pip.ini: index-url = "
-            "https://pypi.tuna.tsinghua.edu.cn/simple; `pip install torch` gives 2.5.1+cpu.",
-        ),
-    ),
-    Rule(
-        code="ED502",
-        name="pytorch-index-as-extra-index",
-        severity=Severity.WARNING,
-        area="mirrors",
-        summary="a PyTorch wheel index is only an extra index or find-links next to PyPI or a mirror",
-        needs=(MirrorFacts,),
-        check=_torch_extra_index,
-        doc=RuleDoc(
-            what="Whether pip's effective extra-index-url or find-links holds a PyTorch wheel index "
-            "(official or a mirror) while the index-url is PyPI, a mirror or another index.",
-            why="pip has no index priority: the highest version from any source wins, and the "
-            "source is not part of the ranking. Same version: the +cuXXX/+cpu wheel outranks the "
-            "plain one. Newer plain version elsewhere: that one wins, which is how CPU-only or "
-            "wrong-CUDA builds arrive silently (pytorch/pytorch#96884, pytorch/ci-infra#661).",
-            fix="Remove the PyTorch index from the configuration and give it as --index-url on the "
-            "torch command, pinning the variant with its local label (torch==2.5.1+cu124).",
-            example="pip.conf: index-url = https://mirrors.aliyun.com/pypi/simple/, extra-index-url = "
-            "https://download.pytorch.org/whl/cu116; torch 2.0 then comes from the mirror.",
-        ),
-    ),
-    Rule(
-        code="ED503",
-        name="conda-pytorch-channel-frozen",
-        severity=Severity.WARNING,
-        area="mirrors",
-        summary="conda's pytorch/nvidia channels are configured, but PyTorch no longer publishes there",
-        needs=(MirrorFacts,),
-        check=_frozen_channels,
-        doc=RuleDoc(
-            what="conda's merged channels and default_channels (every .condarc and CONDA_CHANNELS) "
-            "for channels whose torch publication ended (knowledge base: pytorch and nvidia), while "
-            "torch is missing or newer than their last release.",
-            why="PyTorch published 2.5 as its last release to the pytorch channel "
-            "(pytorch/pytorch#138506); every mirror of it is frozen at 2.5.x. Newer torch cannot come "
-            "from there: the solve fails or an old build is installed.",
-            fix="Remove the channel and install torch with pip from PyTorch's wheel index inside the "
-            "conda environment, or take conda-forge's pytorch package.",
-            example="~/.condarc: channels [pytorch, nvidia, defaults] on a machine that needs torch "
-            "2.7 for an RTX 5090.",
-        ),
-    ),
-    Rule(
-        code="ED504",
-        name="stale-or-dropped-mirror",
-        severity=Severity.WARNING,
-        area="mirrors",
-        summary="a configured mirror is known to be stale or no longer served",
-        needs=(MirrorFacts,),
-        check=_stale_mirror,
-        doc=RuleDoc(
-            what="Every index, find-links, channel, custom channel and channel_alias that pip, conda "
-            "and uv use, against the knowledge base's mirror status (stale or dropped, with source) "
-            "and the channels a working conda mirror does not carry (USTC's has no pytorch channel).",
-            why='A stale mirror silently offers older releases or none at all ("Could not find a '
-            'version that satisfies the requirement"); a dropped one fails with connection errors '
-            "that look like network trouble.",
-            fix="Switch to the operator's current URL where there is one (shown), else remove the "
-            "entry or use a maintained mirror.",
-            example="index-url = https://pypi.douban.com/simple (dead since 2024) or "
-            "https://pypi.mirrors.ustc.edu.cn/simple (the very old USTC host).",
-        ),
-    ),
-    Rule(
-        code="ED505",
-        name="index-credentials-in-plain-text",
-        severity=Severity.WARNING,
-        area="mirrors",
-        summary="a configuration file holds an index password or token in plain text",
-        needs=(MirrorFacts,),
-        check=_plain_credentials,
-        doc=RuleDoc(
-            what="URLs in pip files, .condarc files and uv.toml/pyproject.toml with user:password@, "
-            "token@, a conda /t/<token>/ segment or a secret-looking query parameter. Environment "
-            "variables are the recommended place and are not flagged. envdoctor itself masks every "
-            "such value as **** in all its output.",
-            why="Configuration files get copied, backed up, shared and committed; `pip config list` "
-            "prints the values unredacted.",
-            fix="Keep the bare URL in the file and move the login to the keyring or ~/.netrc (pip), "
-            "UV_INDEX_<NAME>_USERNAME/PASSWORD (uv), or the issuing tool's token store (conda).",
-            example="pip.conf: extra-index-url = https://__token__:glpat-...@gitlab.example.com/api/v4/"
-            "projects/1/packages/pypi/simple",
-        ),
-    ),
-    Rule(
-        code="ED506",
-        name="package-config-unusable",
-        severity=Severity.ERROR,
-        area="mirrors",
-        summary="pip, conda or uv refuses to run because of a broken configuration file",
-        needs=(MirrorFacts,),
-        check=_fatal_files,
-        doc=RuleDoc(
-            what="Every configuration file on the tools' search paths: INI syntax for pip, YAML "
-            "syntax and value types for conda, TOML for uv, plus files named by UV_CONFIG_FILE that "
-            "do not exist and files conda or uv cannot open.",
-            why='pip ("Configuration file could not be loaded"), conda and uv stop at such a file, '
-            "so no install works, whatever the command line says.",
-            fix="Correct the named line, or move the file aside to confirm it is the cause.",
-            example="pip.conf without a [global] header: `index-url = ...` on line 1.",
-        ),
-    ),
-    Rule(
-        code="ED507",
-        name="package-config-ignored",
-        severity=Severity.WARNING,
-        area="mirrors",
-        summary="a configuration file is silently skipped, so its settings do not apply",
-        needs=(MirrorFacts,),
-        check=_ignored_files,
-        doc=RuleDoc(
-            what="pip files that are unreadable or are folders (configparser skips them silently), "
-            "PIP_CONFIG_FILE or CONDARC naming a file that does not exist, a pyproject.toml uv cannot "
-            "parse (uv warns and moves on), an unreadable uv user file.",
-            why="The mirror, index or constraint you configured is not used, and nothing says so.",
-            fix="Fix the permissions, replace the folder by a file, or point the variable at the right file.",
-            example="PIP_CONFIG_FILE=~/pip.conf exported in .bashrc while the file is ~/.pip/pip.conf.",
-        ),
-    ),
+    pypi_mirror_gives_cpu_torch,
+    pytorch_index_as_extra_index,
+    conda_pytorch_channel_frozen,
+    stale_or_dropped_mirror,
+    index_credentials_in_plain_text,
+    package_config_unusable,
+    package_config_ignored,
 )

@@ -13,14 +13,15 @@ import posixpath
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from envdoctor import install, knowledge
+from envdoctor import knowledge
+from envdoctor.install import plan as install
 from envdoctor.knowledge import cuda_libraries
 from envdoctor.model import Fix, Severity
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.python_env import PythonFacts
 from envdoctor.probes.toolkit import CudaBinEntry, LibraryCopy, Toolkit, ToolkitFacts
 from envdoctor.probes.torch_build import TorchFacts
-from envdoctor.rules.base import Hit, Rule, RuleContext, RuleDoc
+from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.env_edits import path_removal_fixes, set_variable_fixes
 from envdoctor.rules.fixes import GET_STARTED, install_target
 from envdoctor.shell import join
@@ -79,7 +80,23 @@ def _toolkit_line(toolkit: Toolkit) -> str:
 # ED401 ---------------------------------------------------------------------------------------------
 
 
-def _toolkit_unused(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED401",
+    name="toolkit-not-used-by-torch",
+    severity=Severity.INFO,
+    summary="a CUDA toolkit is installed but torch does not use it (wheels need only a driver)",
+    needs=(ToolkitFacts,),
+    doc=RuleDoc(
+        what="Whether CUDA toolkits are installed while torch is a CPU build or no NVIDIA driver works.",
+        why="The most common misunderstanding: installing the CUDA toolkit to 'get CUDA for "
+        "torch'. torch wheels bundle the CUDA runtime and need only the driver; the toolkit "
+        "only compiles CUDA code.",
+        fix="Nothing, unless you compile CUDA extensions; for GPU torch install the driver "
+        "and a CUDA build of torch.",
+        example="nvcc 13.0 on PATH, no NVIDIA driver, torch 2.13.0+cpu.",
+    ),
+)
+def toolkit_not_used_by_torch(ctx: RuleContext) -> Iterator[Hit]:
     facts = ctx.need(ToolkitFacts)
     real = [t for t in facts.toolkits if t.exists]
     if not real:
@@ -162,7 +179,24 @@ def _variant_fix(ctx: RuleContext, toolkit_cuda: str) -> Fix | None:
     )
 
 
-def _major_mismatch(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED402",
+    name="toolkit-major-mismatch-for-extensions",
+    severity=Severity.WARNING,
+    summary="the toolkit extensions would build with has another CUDA major version than torch",
+    needs=(ToolkitFacts, TorchFacts),
+    doc=RuleDoc(
+        what="The CUDA version of the toolkit torch.utils.cpp_extension would use (CUDA_HOME, "
+        "CUDA_PATH, the nvcc on PATH, then the default folder) against torch.version.cuda.",
+        why="cpp_extension refuses a major-version mismatch, so pip installs that compile CUDA "
+        "code (flash-attn, apex, custom ops) fail. torch itself keeps working.",
+        fix="Point CUDA_HOME at an installed toolkit of torch's major version, install one, or "
+        "install the torch build that matches the toolkit.",
+        example="CUDA_HOME=/usr/local/cuda-11.8 with torch 2.5.1+cu121: 'The detected CUDA "
+        "version (11.8) mismatches the version that was used to compile PyTorch (12.1)'.",
+    ),
+)
+def toolkit_major_mismatch_for_extensions(ctx: RuleContext) -> Iterator[Hit]:
     found = _extension_toolkit(ctx)
     if found is None or _major(found.toolkit_cuda) == _major(found.torch_cuda):
         return
@@ -202,7 +236,21 @@ def _major_mismatch(ctx: RuleContext) -> Iterator[Hit]:
     )
 
 
-def _minor_mismatch(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED403",
+    name="toolkit-minor-mismatch-for-extensions",
+    severity=Severity.INFO,
+    summary="the toolkit extensions would build with differs from torch's CUDA in the minor version",
+    needs=(ToolkitFacts, TorchFacts),
+    doc=RuleDoc(
+        what="The same comparison as ED402 when only the minor version differs.",
+        why="cpp_extension only warns then ('Most likely this shouldn't be a problem'); the "
+        "finding explains that warning before anyone chases it.",
+        fix="Nothing in most cases; point CUDA_HOME at a toolkit of the exact version if one is installed.",
+        example="nvcc 12.4 with torch 2.7.1+cu126.",
+    ),
+)
+def toolkit_minor_mismatch_for_extensions(ctx: RuleContext) -> Iterator[Hit]:
     found = _extension_toolkit(ctx)
     if found is None or _major(found.toolkit_cuda) != _major(found.torch_cuda):
         return
@@ -232,7 +280,24 @@ def _minor_mismatch(ctx: RuleContext) -> Iterator[Hit]:
 # ED404 ---------------------------------------------------------------------------------------------
 
 
-def _home_not_toolkit(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED404",
+    name="cuda-home-not-a-toolkit",
+    severity=Severity.WARNING,
+    summary="the CUDA_HOME torch's cpp_extension would use is missing, has no nvcc or no headers",
+    needs=(ToolkitFacts, TorchFacts),
+    doc=RuleDoc(
+        what="For a CUDA build of torch: whether the folder cpp_extension takes as CUDA_HOME "
+        "exists and holds bin/nvcc and include/cuda_runtime.h. Without CUDA_HOME/CUDA_PATH it "
+        "is the folder above the nvcc on PATH, links not followed.",
+        why="A stale CUDA_HOME or an nvcc wrapper in /usr/local/bin makes every CUDA extension "
+        "build fail with 'nvcc not found' or a missing cuda_runtime.h.",
+        fix="Set CUDA_HOME to the real toolkit folder (the command is shown), or unset a stale one.",
+        example="nvcc on PATH is /usr/local/bin/nvcc, a script running /usr/local/cuda-12.4/bin/nvcc: "
+        "cpp_extension uses CUDA_HOME=/usr/local, which has no CUDA headers.",
+    ),
+)
+def cuda_home_not_a_toolkit(ctx: RuleContext) -> Iterator[Hit]:
     facts = ctx.need(ToolkitFacts)
     cuda = _torch_cuda(ctx)
     home = facts.cuda_home
@@ -281,7 +346,23 @@ def _toolkit_bins(facts: ToolkitFacts) -> list[CudaBinEntry]:
     return [b for b in facts.cuda_bins if b.has_nvcc and b.duplicate_of is None]
 
 
-def _several_on_path(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED405",
+    name="several-cuda-toolkits-on-path",
+    severity=Severity.INFO,
+    summary="bin folders of several CUDA toolkits are on PATH; the first wins",
+    needs=(ToolkitFacts,),
+    doc=RuleDoc(
+        what="PATH entries holding nvcc, in order, with each toolkit's version, and whether "
+        "CUDA_HOME/CUDA_PATH name the same toolkit as the first nvcc.",
+        why="Each CUDA installer adds its bin folder; with several, the nvcc a build runs and "
+        "the headers CUDA_HOME provides can disagree.",
+        fix="Remove the other toolkits' bin folders from PATH (the exact edit for your shell is "
+        "shown), keeping the one that matches torch.",
+        example="CUDA v11.8\\bin and v12.1\\bin both on the Windows PATH.",
+    ),
+)
+def several_cuda_toolkits_on_path(ctx: RuleContext) -> Iterator[Hit]:
     facts = ctx.need(ToolkitFacts)
     bins = _toolkit_bins(facts)
     versions = {b.version for b in bins}
@@ -323,7 +404,22 @@ def _path_name(ctx: RuleContext) -> str:
     return "Path" if ctx.platform.os == "windows" else "PATH"
 
 
-def _stale_entries(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED406",
+    name="stale-cuda-path-entries",
+    severity=Severity.INFO,
+    summary="PATH or CUDA_* variables name deleted or repeated CUDA folders",
+    needs=(ToolkitFacts,),
+    doc=RuleDoc(
+        what="CUDA-looking PATH entries that no longer exist or appear twice, and CUDA_HOME, "
+        "CUDA_PATH or CUDA_PATH_Vx_y naming folders that do not exist.",
+        why="Leftovers of uninstalled toolkits hide which toolkit is really in use and break "
+        "tools that trust CUDA_PATH.",
+        fix="Remove the entries and variables (the exact edit for your shell is shown).",
+        example="PATH still holds /usr/local/cuda-10.2/bin after that toolkit was removed.",
+    ),
+)
+def stale_cuda_path_entries(ctx: RuleContext) -> Iterator[Hit]:
     facts = ctx.need(ToolkitFacts)
     missing = [b for b in facts.cuda_bins if not b.exists and b.duplicate_of is None]
     repeated = [b for b in facts.cuda_bins if b.duplicate_of is not None]
@@ -455,13 +551,45 @@ def _shadow_hit(ctx: RuleContext, shadows: list[_Shadow], broken: bool) -> Hit:
     )
 
 
-def _shadowing(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED407",
+    name="ld-library-path-shadows-torch-cuda-libs",
+    severity=Severity.WARNING,
+    summary="LD_LIBRARY_PATH holds CUDA libraries of other versions than the ones torch bundles",
+    needs=(ToolkitFacts, TorchFacts),
+    doc=RuleDoc(
+        what="libcudnn*, libcublas*, libnccl*, libnvJitLink*, libcudart*, libcusparse* in "
+        "LD_LIBRARY_PATH folders against the versions of torch's nvidia-* wheels (same soname "
+        "major, other release).",
+        why="The loader takes LD_LIBRARY_PATH before torch's own copies, which gives 'undefined "
+        "symbol' import errors or cuDNN failures at the first convolution.",
+        fix="Remove those folders from LD_LIBRARY_PATH (or unset it); torch brings its own libraries.",
+        example="LD_LIBRARY_PATH=/usr/local/cuda-12.1/lib64 with torch 2.5.1+cu124 "
+        "(nvidia-nvjitlink-cu12 12.4.127).",
+    ),
+)
+def ld_library_path_shadows_torch_cuda_libs(ctx: RuleContext) -> Iterator[Hit]:
     shadows = _shadows(ctx)
     if shadows and not _import_blames(ctx, shadows):
         yield _shadow_hit(ctx, shadows, broken=False)
 
 
-def _shadowing_breaks_import(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED408",
+    name="ld-library-path-breaks-torch-import",
+    severity=Severity.ERROR,
+    summary="import torch fails because LD_LIBRARY_PATH supplies other CUDA library versions",
+    needs=(ToolkitFacts, TorchFacts),
+    doc=RuleDoc(
+        what="The shadowing of ED407 when torch's import error names the shadowed library.",
+        why="Pinpoints the LD_LIBRARY_PATH entry behind an 'undefined symbol' import error.",
+        fix="Remove those folders from LD_LIBRARY_PATH (or unset it) in the shell and the "
+        "start-up file that sets it.",
+        example="libcusparse.so.12: undefined symbol: __nvJitLinkComplete_12_4, version "
+        "libnvJitLink.so.12, with /usr/local/cuda-12.1/lib64 on LD_LIBRARY_PATH.",
+    ),
+)
+def ld_library_path_breaks_torch_import(ctx: RuleContext) -> Iterator[Hit]:
     shadows = _shadows(ctx)
     if shadows and _import_blames(ctx, shadows):
         yield _shadow_hit(ctx, shadows, broken=True)
@@ -481,7 +609,22 @@ def _torch_dll_dirs(ctx: RuleContext) -> list[str]:
     return [d.rstrip("\\").lower() for d in dirs]
 
 
-def _bin_before_torch(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED409",
+    name="cuda-bin-before-torch-dlls",
+    severity=Severity.WARNING,
+    summary="on Windows, a CUDA bin folder of another major version precedes torch's DLLs on PATH",
+    needs=(ToolkitFacts, TorchFacts),
+    doc=RuleDoc(
+        what="On Windows, when torch's DLL folders (torch\\lib, the conda env's Library\\bin) are "
+        "on PATH: CUDA toolkit bin folders before them whose major version differs from torch's.",
+        why="DLLs found through PATH come from the earlier folder: a same-named cuDNN/cuBLAS "
+        "DLL of another version fails with WinError 127.",
+        fix="Remove those bin folders from PATH (or move them after torch's).",
+        example="CUDA v11.8\\bin first on PATH, the conda env's Library\\bin later, torch 2.5.1+cu124.",
+    ),
+)
+def cuda_bin_before_torch_dlls(ctx: RuleContext) -> Iterator[Hit]:
     if ctx.platform.os != "windows":
         return
     facts = ctx.need(ToolkitFacts)
@@ -519,165 +662,13 @@ def _bin_before_torch(ctx: RuleContext) -> Iterator[Hit]:
 
 
 RULES = (
-    Rule(
-        code="ED401",
-        name="toolkit-not-used-by-torch",
-        severity=Severity.INFO,
-        area="toolkit",
-        summary="a CUDA toolkit is installed but torch does not use it (wheels need only a driver)",
-        needs=(ToolkitFacts,),
-        check=_toolkit_unused,
-        doc=RuleDoc(
-            what="Whether CUDA toolkits are installed while torch is a CPU build or no NVIDIA driver works.",
-            why="The most common misunderstanding: installing the CUDA toolkit to 'get CUDA for "
-            "torch'. torch wheels bundle the CUDA runtime and need only the driver; the toolkit "
-            "only compiles CUDA code.",
-            fix="Nothing, unless you compile CUDA extensions; for GPU torch install the driver "
-            "and a CUDA build of torch.",
-            example="nvcc 13.0 on PATH, no NVIDIA driver, torch 2.13.0+cpu.",
-        ),
-    ),
-    Rule(
-        code="ED402",
-        name="toolkit-major-mismatch-for-extensions",
-        severity=Severity.WARNING,
-        area="toolkit",
-        summary="the toolkit extensions would build with has another CUDA major version than torch",
-        needs=(ToolkitFacts, TorchFacts),
-        check=_major_mismatch,
-        doc=RuleDoc(
-            what="The CUDA version of the toolkit torch.utils.cpp_extension would use (CUDA_HOME, "
-            "CUDA_PATH, the nvcc on PATH, then the default folder) against torch.version.cuda.",
-            why="cpp_extension refuses a major-version mismatch, so pip installs that compile CUDA "
-            "code (flash-attn, apex, custom ops) fail. torch itself keeps working.",
-            fix="Point CUDA_HOME at an installed toolkit of torch's major version, install one, or "
-            "install the torch build that matches the toolkit.",
-            example="CUDA_HOME=/usr/local/cuda-11.8 with torch 2.5.1+cu121: 'The detected CUDA "
-            "version (11.8) mismatches the version that was used to compile PyTorch (12.1)'.",
-        ),
-    ),
-    Rule(
-        code="ED403",
-        name="toolkit-minor-mismatch-for-extensions",
-        severity=Severity.INFO,
-        area="toolkit",
-        summary="the toolkit extensions would build with differs from torch's CUDA in the minor version",
-        needs=(ToolkitFacts, TorchFacts),
-        check=_minor_mismatch,
-        doc=RuleDoc(
-            what="The same comparison as ED402 when only the minor version differs.",
-            why="cpp_extension only warns then ('Most likely this shouldn't be a problem'); the "
-            "finding explains that warning before anyone chases it.",
-            fix="Nothing in most cases; point CUDA_HOME at a toolkit of the exact version if one is "
-            "installed.",
-            example="nvcc 12.4 with torch 2.7.1+cu126.",
-        ),
-    ),
-    Rule(
-        code="ED404",
-        name="cuda-home-not-a-toolkit",
-        severity=Severity.WARNING,
-        area="toolkit",
-        summary="the CUDA_HOME torch's cpp_extension would use is missing, has no nvcc or no headers",
-        needs=(ToolkitFacts, TorchFacts),
-        check=_home_not_toolkit,
-        doc=RuleDoc(
-            what="For a CUDA build of torch: whether the folder cpp_extension takes as CUDA_HOME "
-            "exists and holds bin/nvcc and include/cuda_runtime.h. Without CUDA_HOME/CUDA_PATH it "
-            "is the folder above the nvcc on PATH, links not followed.",
-            why="A stale CUDA_HOME or an nvcc wrapper in /usr/local/bin makes every CUDA extension "
-            "build fail with 'nvcc not found' or a missing cuda_runtime.h.",
-            fix="Set CUDA_HOME to the real toolkit folder (the command is shown), or unset a stale one.",
-            example="nvcc on PATH is /usr/local/bin/nvcc, a script running /usr/local/cuda-12.4/bin/nvcc: "
-            "cpp_extension uses CUDA_HOME=/usr/local, which has no CUDA headers.",
-        ),
-    ),
-    Rule(
-        code="ED405",
-        name="several-cuda-toolkits-on-path",
-        severity=Severity.INFO,
-        area="toolkit",
-        summary="bin folders of several CUDA toolkits are on PATH; the first wins",
-        needs=(ToolkitFacts,),
-        check=_several_on_path,
-        doc=RuleDoc(
-            what="PATH entries holding nvcc, in order, with each toolkit's version, and whether "
-            "CUDA_HOME/CUDA_PATH name the same toolkit as the first nvcc.",
-            why="Each CUDA installer adds its bin folder; with several, the nvcc a build runs and "
-            "the headers CUDA_HOME provides can disagree.",
-            fix="Remove the other toolkits' bin folders from PATH (the exact edit for your shell is "
-            "shown), keeping the one that matches torch.",
-            example="CUDA v11.8\\bin and v12.1\\bin both on the Windows PATH.",
-        ),
-    ),
-    Rule(
-        code="ED406",
-        name="stale-cuda-path-entries",
-        severity=Severity.INFO,
-        area="toolkit",
-        summary="PATH or CUDA_* variables name deleted or repeated CUDA folders",
-        needs=(ToolkitFacts,),
-        check=_stale_entries,
-        doc=RuleDoc(
-            what="CUDA-looking PATH entries that no longer exist or appear twice, and CUDA_HOME, "
-            "CUDA_PATH or CUDA_PATH_Vx_y naming folders that do not exist.",
-            why="Leftovers of uninstalled toolkits hide which toolkit is really in use and break "
-            "tools that trust CUDA_PATH.",
-            fix="Remove the entries and variables (the exact edit for your shell is shown).",
-            example="PATH still holds /usr/local/cuda-10.2/bin after that toolkit was removed.",
-        ),
-    ),
-    Rule(
-        code="ED407",
-        name="ld-library-path-shadows-torch-cuda-libs",
-        severity=Severity.WARNING,
-        area="toolkit",
-        summary="LD_LIBRARY_PATH holds CUDA libraries of other versions than the ones torch bundles",
-        needs=(ToolkitFacts, TorchFacts),
-        check=_shadowing,
-        doc=RuleDoc(
-            what="libcudnn*, libcublas*, libnccl*, libnvJitLink*, libcudart*, libcusparse* in "
-            "LD_LIBRARY_PATH folders against the versions of torch's nvidia-* wheels (same soname "
-            "major, other release).",
-            why="The loader takes LD_LIBRARY_PATH before torch's own copies, which gives 'undefined "
-            "symbol' import errors or cuDNN failures at the first convolution.",
-            fix="Remove those folders from LD_LIBRARY_PATH (or unset it); torch brings its own libraries.",
-            example="LD_LIBRARY_PATH=/usr/local/cuda-12.1/lib64 with torch 2.5.1+cu124 "
-            "(nvidia-nvjitlink-cu12 12.4.127).",
-        ),
-    ),
-    Rule(
-        code="ED408",
-        name="ld-library-path-breaks-torch-import",
-        severity=Severity.ERROR,
-        area="toolkit",
-        summary="import torch fails because LD_LIBRARY_PATH supplies other CUDA library versions",
-        needs=(ToolkitFacts, TorchFacts),
-        check=_shadowing_breaks_import,
-        doc=RuleDoc(
-            what="The shadowing of ED407 when torch's import error names the shadowed library.",
-            why="Pinpoints the LD_LIBRARY_PATH entry behind an 'undefined symbol' import error.",
-            fix="Remove those folders from LD_LIBRARY_PATH (or unset it) in the shell and the "
-            "start-up file that sets it.",
-            example="libcusparse.so.12: undefined symbol: __nvJitLinkComplete_12_4, version "
-            "libnvJitLink.so.12, with /usr/local/cuda-12.1/lib64 on LD_LIBRARY_PATH.",
-        ),
-    ),
-    Rule(
-        code="ED409",
-        name="cuda-bin-before-torch-dlls",
-        severity=Severity.WARNING,
-        area="toolkit",
-        summary="on Windows, a CUDA bin folder of another major version precedes torch's DLLs on PATH",
-        needs=(ToolkitFacts, TorchFacts),
-        check=_bin_before_torch,
-        doc=RuleDoc(
-            what="On Windows, when torch's DLL folders (torch\\lib, the conda env's Library\\bin) are "
-            "on PATH: CUDA toolkit bin folders before them whose major version differs from torch's.",
-            why="DLLs found through PATH come from the earlier folder: a same-named cuDNN/cuBLAS "
-            "DLL of another version fails with WinError 127.",
-            fix="Remove those bin folders from PATH (or move them after torch's).",
-            example="CUDA v11.8\\bin first on PATH, the conda env's Library\\bin later, torch 2.5.1+cu124.",
-        ),
-    ),
+    toolkit_not_used_by_torch,
+    toolkit_major_mismatch_for_extensions,
+    toolkit_minor_mismatch_for_extensions,
+    cuda_home_not_a_toolkit,
+    several_cuda_toolkits_on_path,
+    stale_cuda_path_entries,
+    ld_library_path_shadows_torch_cuda_libs,
+    ld_library_path_breaks_torch_import,
+    cuda_bin_before_torch_dlls,
 )

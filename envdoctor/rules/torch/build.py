@@ -8,16 +8,32 @@ from envdoctor import knowledge
 from envdoctor.model import Fix, Severity
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.torch_build import TorchFacts
-from envdoctor.rules.base import Hit, Rule, RuleContext, RuleDoc
-from envdoctor.rules.driver import driver_verdict
+from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.fixes import driver_fix, planned_fix
+from envdoctor.rules.nvml.driver import driver_verdict
 
 
 def _nvidia_gpu_seen(nvml: NvmlFacts | None) -> bool:
     return nvml is not None and (bool(nvml.working and nvml.gpus) or bool(nvml.pci_nvidia_devices))
 
 
-def _cpu_only(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED201",
+    name="cpu-only-torch-on-gpu-machine",
+    severity=Severity.ERROR,
+    summary="a CPU-only torch is installed on a machine with an NVIDIA GPU",
+    needs=(TorchFacts, NvmlFacts),
+    doc=RuleDoc(
+        what="torch.version.cuda is None (or the version ends in +cpu) while NVML or the PCI "
+        "bus shows an NVIDIA GPU.",
+        why="The classic silent failure: everything runs, on the CPU, tens of times slower. "
+        "PyPI's torch is CPU-only on Windows and macOS, and a mirror or a dependency can "
+        "swap the CUDA build for the CPU one on Linux.",
+        fix="Reinstall torch from the CUDA index that matches the driver (the command is shown, pinned).",
+        example="Windows, RTX 4070, `pip install torch` -> torch 2.5.1+cpu.",
+    ),
+)
+def cpu_only_torch_on_gpu_machine(ctx: RuleContext) -> Iterator[Hit]:
     torch = ctx.need(TorchFacts)
     nvml = ctx.get(NvmlFacts)
     if not torch.imported or torch.variant != "cpu" or not _nvidia_gpu_seen(nvml):
@@ -46,7 +62,23 @@ def _cpu_only(ctx: RuleContext) -> Iterator[Hit]:
     )
 
 
-def _cuda_unavailable(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED203",
+    name="cuda-build-but-cuda-unavailable",
+    severity=Severity.ERROR,
+    summary="a CUDA build of torch cannot use the GPU although the driver looks fine",
+    needs=(TorchFacts, NvmlFacts),
+    doc=RuleDoc(
+        what="A CUDA build, NVML sees GPUs, the driver is new enough, and yet "
+        "torch.cuda.is_available() is False; torch's warnings are shown verbatim.",
+        why="Points at what remains: hidden devices (CUDA_VISIBLE_DEVICES), a container "
+        "without GPU access, or foreign CUDA libraries on the loader path.",
+        fix="Read torch's warning shown in the finding; unset CUDA_VISIBLE_DEVICES or pass "
+        "the GPU into the container.",
+        example="CUDA_VISIBLE_DEVICES='' exported by a job script.",
+    ),
+)
+def cuda_build_but_cuda_unavailable(ctx: RuleContext) -> Iterator[Hit]:
     torch = ctx.need(TorchFacts)
     nvml = ctx.get(NvmlFacts)
     if not torch.imported or not torch.cuda or torch.cuda_available is not False:
@@ -86,7 +118,23 @@ def _label(version: str | None) -> str | None:
     return version.split("+", 1)[1] if version and "+" in version else None
 
 
-def _companions(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED202",
+    name="torch-companions-mismatch",
+    severity=Severity.ERROR,
+    summary="torchvision/torchaudio were built for another torch version or variant",
+    needs=(TorchFacts,),
+    doc=RuleDoc(
+        what="The installed torchvision and torchaudio versions against the ones released "
+        "with the installed torch (knowledge base), and their +cuXXX/+cpu labels against "
+        "torch's.",
+        why="Each torchvision/torchaudio release is built against exactly one torch release "
+        "and variant; a mismatch fails at import or in custom operators.",
+        fix="Install the set together, with the same pins and index.",
+        example="torch 2.5.1+cu124 with torchvision 0.19.1+cu121.",
+    ),
+)
+def torch_companions_mismatch(ctx: RuleContext) -> Iterator[Hit]:
     torch = ctx.need(TorchFacts)
     torch_version = torch.version or torch.dist_version
     if not torch_version:
@@ -123,58 +171,7 @@ def _companions(ctx: RuleContext) -> Iterator[Hit]:
 
 
 RULES = (
-    Rule(
-        code="ED201",
-        name="cpu-only-torch-on-gpu-machine",
-        severity=Severity.ERROR,
-        area="torch",
-        summary="a CPU-only torch is installed on a machine with an NVIDIA GPU",
-        needs=(TorchFacts, NvmlFacts),
-        check=_cpu_only,
-        doc=RuleDoc(
-            what="torch.version.cuda is None (or the version ends in +cpu) while NVML or the PCI "
-            "bus shows an NVIDIA GPU.",
-            why="The classic silent failure: everything runs, on the CPU, tens of times slower. "
-            "PyPI's torch is CPU-only on Windows and macOS, and a mirror or a dependency can "
-            "swap the CUDA build for the CPU one on Linux.",
-            fix="Reinstall torch from the CUDA index that matches the driver (the command is shown, pinned).",
-            example="Windows, RTX 4070, `pip install torch` -> torch 2.5.1+cpu.",
-        ),
-    ),
-    Rule(
-        code="ED202",
-        name="torch-companions-mismatch",
-        severity=Severity.ERROR,
-        area="torch",
-        summary="torchvision/torchaudio were built for another torch version or variant",
-        needs=(TorchFacts,),
-        check=_companions,
-        doc=RuleDoc(
-            what="The installed torchvision and torchaudio versions against the ones released "
-            "with the installed torch (knowledge base), and their +cuXXX/+cpu labels against "
-            "torch's.",
-            why="Each torchvision/torchaudio release is built against exactly one torch release "
-            "and variant; a mismatch fails at import or in custom operators.",
-            fix="Install the set together, with the same pins and index.",
-            example="torch 2.5.1+cu124 with torchvision 0.19.1+cu121.",
-        ),
-    ),
-    Rule(
-        code="ED203",
-        name="cuda-build-but-cuda-unavailable",
-        severity=Severity.ERROR,
-        area="torch",
-        summary="a CUDA build of torch cannot use the GPU although the driver looks fine",
-        needs=(TorchFacts, NvmlFacts),
-        check=_cuda_unavailable,
-        doc=RuleDoc(
-            what="A CUDA build, NVML sees GPUs, the driver is new enough, and yet "
-            "torch.cuda.is_available() is False; torch's warnings are shown verbatim.",
-            why="Points at what remains: hidden devices (CUDA_VISIBLE_DEVICES), a container "
-            "without GPU access, or foreign CUDA libraries on the loader path.",
-            fix="Read torch's warning shown in the finding; unset CUDA_VISIBLE_DEVICES or pass "
-            "the GPU into the container.",
-            example="CUDA_VISIBLE_DEVICES='' exported by a job script.",
-        ),
-    ),
+    cpu_only_torch_on_gpu_machine,
+    torch_companions_mismatch,
+    cuda_build_but_cuda_unavailable,
 )

@@ -8,12 +8,27 @@ from dataclasses import dataclass
 
 from envdoctor.model import Fix, Severity
 from envdoctor.probes.torch_build import TorchFacts
-from envdoctor.rules.base import Hit, Rule, RuleContext, RuleDoc
+from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.fixes import planned_fix
 from envdoctor.shell import quote
 
 
-def _not_installed(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED001",
+    name="torch-not-installed",
+    severity=Severity.ERROR,
+    summary="torch is not installed in the examined environment",
+    needs=(TorchFacts,),
+    doc=RuleDoc(
+        what="Whether the examined interpreter can find the torch package at all.",
+        why="Nothing else can work without it; often the package went into another "
+        "environment (a different python, a different venv, a conda base).",
+        fix="Install torch into this interpreter with the pinned command shown; running pip "
+        "as `python -m pip` of this interpreter makes sure it lands here.",
+        example="`pip install torch` ran in the base conda env while the project's venv is active.",
+    ),
+)
+def torch_not_installed(ctx: RuleContext) -> Iterator[Hit]:
     torch = ctx.need(TorchFacts)
     if torch.installed or torch.crash is not None:
         return
@@ -89,7 +104,25 @@ def explain_import_error(message: str) -> KnownCause | None:
     return None
 
 
-def _import_fails(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED002",
+    name="torch-import-fails",
+    severity=Severity.ERROR,
+    summary="`import torch` raises an exception",
+    needs=(TorchFacts,),
+    doc=RuleDoc(
+        what="Whether `import torch` succeeds in the examined interpreter; known messages "
+        "are mapped to their causes (library shadowing, Windows DLL loading, missing CUDA "
+        "libraries, old glibc, NumPy 2).",
+        why="An installed torch that does not import is the most confusing failure: the "
+        "package is there, but nothing runs.",
+        fix="Follow the cause-specific fix shown; if none matches, reinstall a torch that "
+        "matches this machine.",
+        example="ImportError: libcusparse.so.12: undefined symbol: __nvJitLinkComplete_12_4, "
+        "version libnvJitLink.so.12 (pytorch/pytorch#111469).",
+    ),
+)
+def torch_import_fails(ctx: RuleContext) -> Iterator[Hit]:
     torch = ctx.need(TorchFacts)
     error = torch.import_error
     if error is None:
@@ -115,7 +148,23 @@ def _import_fails(ctx: RuleContext) -> Iterator[Hit]:
     )
 
 
-def _child_crashed(ctx: RuleContext) -> Iterator[Hit]:
+@rule(
+    code="ED003",
+    name="torch-check-crashed",
+    severity=Severity.ERROR,
+    summary="importing torch crashed, hung or exited without a report",
+    needs=(TorchFacts,),
+    doc=RuleDoc(
+        what="Whether the child process that imports torch finished its report; a segfault, "
+        "a hang past the timeout, or an early exit is reported with the stage it reached.",
+        why="A crash during import or CUDA initialisation would also crash the user's "
+        "program; envdoctor runs it isolated so the rest of the report still comes out.",
+        fix="Reproduce by hand with faulthandler enabled to see the native stack; check the "
+        "driver and the library path findings.",
+        example="`import torch` dies with SIGSEGV (signal 11) while loading CUDA libraries.",
+    ),
+)
+def torch_check_crashed(ctx: RuleContext) -> Iterator[Hit]:
     torch = ctx.need(TorchFacts)
     end = torch.crash
     if end is None:
@@ -149,59 +198,7 @@ def _child_crashed(ctx: RuleContext) -> Iterator[Hit]:
 
 
 RULES = (
-    Rule(
-        code="ED001",
-        name="torch-not-installed",
-        severity=Severity.ERROR,
-        area="torch",
-        summary="torch is not installed in the examined environment",
-        needs=(TorchFacts,),
-        check=_not_installed,
-        doc=RuleDoc(
-            what="Whether the examined interpreter can find the torch package at all.",
-            why="Nothing else can work without it; often the package went into another "
-            "environment (a different python, a different venv, a conda base).",
-            fix="Install torch into this interpreter with the pinned command shown; running pip "
-            "as `python -m pip` of this interpreter makes sure it lands here.",
-            example="`pip install torch` ran in the base conda env while the project's venv is active.",
-        ),
-    ),
-    Rule(
-        code="ED002",
-        name="torch-import-fails",
-        severity=Severity.ERROR,
-        area="torch",
-        summary="`import torch` raises an exception",
-        needs=(TorchFacts,),
-        check=_import_fails,
-        doc=RuleDoc(
-            what="Whether `import torch` succeeds in the examined interpreter; known messages "
-            "are mapped to their causes (library shadowing, Windows DLL loading, missing CUDA "
-            "libraries, old glibc, NumPy 2).",
-            why="An installed torch that does not import is the most confusing failure: the "
-            "package is there, but nothing runs.",
-            fix="Follow the cause-specific fix shown; if none matches, reinstall a torch that "
-            "matches this machine.",
-            example="ImportError: libcusparse.so.12: undefined symbol: __nvJitLinkComplete_12_4, "
-            "version libnvJitLink.so.12 (pytorch/pytorch#111469).",
-        ),
-    ),
-    Rule(
-        code="ED003",
-        name="torch-check-crashed",
-        severity=Severity.ERROR,
-        area="torch",
-        summary="importing torch crashed, hung or exited without a report",
-        needs=(TorchFacts,),
-        check=_child_crashed,
-        doc=RuleDoc(
-            what="Whether the child process that imports torch finished its report; a segfault, "
-            "a hang past the timeout, or an early exit is reported with the stage it reached.",
-            why="A crash during import or CUDA initialisation would also crash the user's "
-            "program; envdoctor runs it isolated so the rest of the report still comes out.",
-            fix="Reproduce by hand with faulthandler enabled to see the native stack; check the "
-            "driver and the library path findings.",
-            example="`import torch` dies with SIGSEGV (signal 11) while loading CUDA libraries.",
-        ),
-    ),
+    torch_not_installed,
+    torch_import_fails,
+    torch_check_crashed,
 )

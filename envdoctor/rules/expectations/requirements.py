@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from envdoctor import install, knowledge
-from envdoctor.expectations import MEMORY_TOLERANCE, Expectations
+from envdoctor import knowledge
+from envdoctor.install import plan as install
 from envdoctor.knowledge.archs import arch_list, coverage
 from envdoctor.knowledge.drivers import driver_support
 from envdoctor.model import AreaVerdict, Finding, Fix, ProbeStatus, Severity
@@ -23,6 +23,7 @@ from envdoctor.probes.system import SystemFacts
 from envdoctor.probes.torch_build import TorchDevice, TorchFacts
 from envdoctor.rules.base import Hit, Rule, RuleContext, RuleDoc
 from envdoctor.rules.fixes import GET_STARTED, driver_fix, install_target, planned_fix
+from envdoctor.settings import MEMORY_TOLERANCE, Expectations
 
 AREA = "expectations"
 AREA_TITLE = "Project expectations"

@@ -1,0 +1,8 @@
+"""Rules of envdoctor's own area: probes that failed or timed out."""
+
+from __future__ import annotations
+
+from envdoctor.rules.base import Rule
+from envdoctor.rules.envdoctor import probes
+
+RULES: tuple[Rule, ...] = (*probes.RULES,)

@@ -1,0 +1,12 @@
+"""Rules of the torch area: is it installed, which build, does it run on these GPUs."""
+
+from __future__ import annotations
+
+from envdoctor.rules.base import Rule
+from envdoctor.rules.torch import build, gpu, install
+
+RULES: tuple[Rule, ...] = (
+    *install.RULES,
+    *build.RULES,
+    *gpu.RULES,
+)
