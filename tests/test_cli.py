@@ -173,12 +173,13 @@ def test_forced_terminal_colour_respects_no_color() -> None:
 
 
 def test_rules_and_explain_cover_every_rule() -> None:
+    """End to end once; tests/test_registry.py explains every rule in-process."""
     listing = run("rules").stdout
     for rule in RULES:
         assert rule.code in listing and rule.name in listing
-        doc = run("explain", rule.code.lower()).stdout
-        for heading in ("What it checks:", "Why it matters:", "How to fix:", "Example:"):
-            assert heading in doc
+    doc = run("explain", RULES[0].code.lower()).stdout
+    for heading in ("What it checks:", "Why it matters:", "How to fix:", "Example:"):
+        assert heading in doc
     rows = json.loads(run("rules", "--format", "json").stdout)
     assert [r["code"] for r in rows] == [r.code for r in RULES]
 

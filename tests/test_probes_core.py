@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from envdoctor.host.base import ChildOutcome, CommandResult
 from envdoctor.host.fake import FakeHost
 from envdoctor.model import PlatformInfo
-from envdoctor.probes import nvml, system, torch_build
+from envdoctor.probes import nvml, python_env, system, torch_build
 from envdoctor.probes.base import NotApplicable
 from tests.support import context, records
 
@@ -32,6 +34,15 @@ def test_system_without_psutil_answers_is_still_facts() -> None:
     host = FakeHost(mem=None, disk=None, cpus=None)
     facts = system.collect(context(host))
     assert facts.memory_total_bytes is None and "? RAM" in system.describe(facts)
+
+
+def test_python_reuses_what_validating_the_interpreter_learned() -> None:
+    ctx = context(FakeHost())
+    facts = python_env.collect(ctx)
+    assert facts is ctx.target.info  # asked once, when the interpreter was validated
+    assert python_env.describe(facts) == "CPython 3.11.9 (64-bit), venv"
+    conda = dataclasses.replace(facts, is_venv=False, is_conda=True, free_threaded=True)
+    assert python_env.describe(conda) == "CPython 3.11.9 (64-bit, free-threaded), conda env"
 
 
 def _pci(host: FakeHost, address: str, vendor: str, device_class: str) -> None:

@@ -9,7 +9,6 @@ from envdoctor.model import Interpreter, PlatformInfo, ProbeResult, ProbeStatus
 from envdoctor.probes.nvml import Gpu, NvmlFacts
 from envdoctor.probes.system import SystemFacts
 from envdoctor.probes.torch_build import Package, PythonError, TorchFacts
-from envdoctor.rules import RULES, RULES_BY_CODE
 from envdoctor.rules.base import RuleContext
 from envdoctor.rules.torch.install import explain_import_error
 from tests.support import PYTHON
@@ -160,13 +159,3 @@ def test_companion_label_mismatch_even_when_versions_match() -> None:
 def test_unknown_torch_version_skips_the_pairing_check() -> None:
     torch = cuda_torch("13.0", version="2.99.0", companions=(Package("torchvision", "0.99.0"),))
     assert "ED202" not in codes(nvml("590.44.01", 13010), torch)
-
-
-def test_registry_is_sound() -> None:
-    assert len(RULES_BY_CODE) == len(RULES)
-    names = [r.name for r in RULES]
-    assert len(set(names)) == len(names)
-    for rule in RULES:
-        assert rule.code.startswith("ED") and len(rule.code) == 5 and rule.code[2:].isdigit()
-        assert rule.name == rule.name.lower() and " " not in rule.name
-        assert all((rule.doc.what, rule.doc.why, rule.doc.fix, rule.doc.example, rule.summary))
