@@ -18,7 +18,7 @@ from packaging.version import Version
 from envdoctor.install import plan as install
 from envdoctor.install.commands import resolve_mirror
 from envdoctor.knowledge import mirrors, parse_version
-from envdoctor.knowledge.mirrors import KnownIndex
+from envdoctor.knowledge.mirrors import IndexKind, IndexStatus, KnownIndex
 from envdoctor.model import Fix, Severity
 from envdoctor.probes.mirrors import (
     DIRECTORY,
@@ -62,13 +62,13 @@ def _key(url: str) -> str:
 
 def pypi_mirror(url: str) -> KnownIndex | None:
     found = mirrors.recognise(url)
-    return found if found is not None and found.kind == "pypi" else None
+    return found if found is not None and found.kind == IndexKind.PYPI else None
 
 
 def torch_index(url: str) -> KnownIndex | None:
     """PyTorch's wheel index or a known mirror of it."""
     found = mirrors.recognise(url)
-    return found if found is not None and found.kind == "pytorch-wheels" else None
+    return found if found is not None and found.kind == IndexKind.PYTORCH_WHEELS else None
 
 
 def variant_of(url: str, index: KnownIndex) -> str | None:
@@ -205,7 +205,7 @@ def _plan_fixes(ctx: RuleContext, summary: str, mirror_url: str) -> list[Fix]:
     fixes = [Fix(summary=f"{summary}: {plan.reason}", commands=commands, link=GET_STARTED)]
     choice = resolve_mirror(mirror_url, "detected")
     wheels = choice.wheels
-    if wheels is not None and wheels.name != "official-pytorch" and wheels.status == "ok":
+    if wheels is not None and wheels.name != "official-pytorch" and wheels.status == IndexStatus.OK:
         mirrored = install.plan(replace(target, mirror=choice))
         nearer = tuple(c.command for c in mirrored.commands)
         if mirrored.possible and nearer != commands:
@@ -557,7 +557,8 @@ def configured_urls(facts: MirrorFacts) -> Iterator[_Configured]:
 
 def _replacement(index: KnownIndex) -> KnownIndex | None:
     for candidate in mirrors.known_indexes():
-        if candidate.name == index.name and candidate.kind == index.kind and candidate.status == "ok":
+        same = candidate.name == index.name and candidate.kind == index.kind
+        if same and candidate.status == IndexStatus.OK:
             return candidate
     return None
 
@@ -651,7 +652,7 @@ def stale_or_dropped_mirror(ctx: RuleContext) -> Iterator[Hit]:
             continue
         where = _where(item.origin, item.line, facts.home)
         missing = _missing_channels(item, known)
-        if known.status in ("stale", "dropped"):
+        if known.status in (IndexStatus.STALE, IndexStatus.DROPPED):
             yield _stale_hit(ctx, item, known, where)
         elif missing:
             yield _missing_channel_hit(item, known, missing, where)

@@ -21,6 +21,7 @@ from envdoctor.probes.windows import (
     SYSTEM32,
     TORCH_LIB,
     DllFile,
+    DllStatus,
     WindowsFacts,
 )
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
@@ -346,7 +347,7 @@ def torch_dll_load_fails(ctx: RuleContext) -> Iterator[Hit]:
     facts = ctx.need(WindowsFacts)
     load = facts.dll_load
     first = load.first_failure
-    if load.status == "failed" and first is not None:
+    if load.status == DllStatus.FAILED and first is not None:
         title = f"torch's {first.dll} does not load: [WinError {first.winerror}] {first.message}"
         meaning = knowledge.winerror_meaning(first.winerror or 0) or "an unexpected loader error"
         detail = (
@@ -355,8 +356,9 @@ def torch_dll_load_fails(ctx: RuleContext) -> Iterator[Hit]:
             f"{first.winerror}: {meaning}."
         )
         evidence = tuple(f"{f.dll}: WinError {f.winerror}" for f in load.failures[:5])
-    elif load.status in ("crashed", "timeout") and load.last_dll:
-        title = f"loading torch's {load.last_dll} {'hung' if load.status == 'timeout' else 'crashed Python'}"
+    elif load.status in (DllStatus.CRASHED, DllStatus.TIMEOUT) and load.last_dll:
+        how = "hung" if load.status == DllStatus.TIMEOUT else "crashed Python"
+        title = f"loading torch's {load.last_dll} {how}"
         detail = f"{load.error}. The DLL being loaded was {load.last_dll}."
         evidence = (f"dll check: {load.status} at {load.last_dll}",)
     else:
