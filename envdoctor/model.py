@@ -4,10 +4,34 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     from envdoctor.settings import Expectations
+
+_E = TypeVar("_E", bound="TextEnum")
+
+
+class TextEnum(str, enum.Enum):
+    """A state or kind that travels as text: its JSON and its words are the value ("too_old").
+
+    A plain (str, Enum) formats as "Kind.TOO_OLD" in f-strings; findings quote these values, so
+    str() and format() give the value on every supported Python.
+    """
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+    @classmethod
+    def parse(cls: type[_E], value: object, default: _E) -> _E:
+        """The member whose value is `value`; `default` for anything else (a child's raw record)."""
+        for member in cls:
+            if member.value == value:
+                return member
+        return default
 
 
 class Severity(str, enum.Enum):

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from envdoctor.knowledge import Release, load_table
+from envdoctor.model import TextEnum
 
 Capability = tuple[int, int]
 
@@ -138,11 +139,17 @@ def ptx_runs_on(ptx: Capability, gpu: Capability, suffix: str = "") -> bool:
     return gpu >= ptx
 
 
+class CoverageKind(TextEnum):
+    CUBIN = "cubin"  # compiled code for the GPU (or one it runs)
+    PTX = "ptx"  # only PTX the driver JIT-compiles: needs a driver as new as the toolkit
+    NONE = "none"
+
+
 @dataclass(frozen=True)
 class Coverage:
     """How a build serves one GPU: by a cubin, only by PTX JIT, or not at all."""
 
-    kind: str  # "cubin" | "ptx" | "none"
+    kind: CoverageKind
     by: Capability | None = None
 
 
@@ -151,8 +158,8 @@ def coverage(arch: ArchList, gpu: Capability) -> Coverage:
     runtime picks)."""
     for cubin in sorted(arch.cubins, reverse=True):
         if cubin_runs_on(cubin, gpu):
-            return Coverage("cubin", cubin)
+            return Coverage(CoverageKind.CUBIN, cubin)
     for ptx in sorted(arch.ptx, reverse=True):
         if ptx_runs_on(ptx, gpu):
-            return Coverage("ptx", ptx)
-    return Coverage("none")
+            return Coverage(CoverageKind.PTX, ptx)
+    return Coverage(CoverageKind.NONE)

@@ -7,17 +7,31 @@ from functools import cache
 from urllib.parse import urlsplit
 
 from envdoctor.knowledge import load_table
+from envdoctor.model import TextEnum
 
 OFFICIAL_WHEEL_BASE = "https://download.pytorch.org/whl"
+
+
+class IndexKind(TextEnum):
+    PYPI = "pypi"  # a PyPI mirror
+    CONDA = "conda"  # an Anaconda mirror
+    PYTORCH_WHEELS = "pytorch-wheels"  # PyTorch's wheel index or a mirror of it
+
+
+class IndexStatus(TextEnum):
+    OK = "ok"
+    STALE = "stale"
+    DROPPED = "dropped"
+    UNVERIFIED = "unverified"
 
 
 @dataclass(frozen=True)
 class KnownIndex:
     name: str  # "tuna", "sjtu-pytorch", "official-pytorch", ...
     title: str
-    kind: str  # "pypi" | "conda" | "pytorch-wheels"
+    kind: IndexKind
     url: str  # base URL as the operator documents it
-    status: str  # "ok" | "stale" | "dropped" | "unverified"
+    status: IndexStatus
     note: str  # why the status, with source
     layout: str = "pep503"  # pytorch-wheels: "pep503" (--index-url) or "flat" (a file listing for -f)
     channels_missing: tuple[str, ...] = ()  # conda: channels the mirror does not carry itself
@@ -30,7 +44,14 @@ class KnownIndex:
 @cache
 def known_indexes() -> tuple[KnownIndex, ...]:
     return tuple(
-        KnownIndex(**{**row, "channels_missing": tuple(row.get("channels_missing", ()))})
+        KnownIndex(
+            **{
+                **row,
+                "kind": IndexKind(row["kind"]),
+                "status": IndexStatus(row["status"]),
+                "channels_missing": tuple(row.get("channels_missing", ())),
+            }
+        )
         for row in load_table("mirrors.json")["indexes"]
     )
 

@@ -19,18 +19,31 @@ from dataclasses import dataclass
 from typing import Any
 
 from envdoctor.host.base import Host
+from envdoctor.model import TextEnum
 from envdoctor.probes.base import ProbeContext, ProbeSpec
 from envdoctor.probes.config_files import ConfigSyntaxError, parse_ini, parse_toml, parse_yaml
 from envdoctor.redact import MASK, is_secret_name
 from envdoctor.target import PythonInfo
 
-# ConfigFile.status values
-LOADED = "loaded"
-MISSING = "missing"
-UNREADABLE = "unreadable"
-DIRECTORY = "directory"  # a folder where the tool expects a file
-MALFORMED = "malformed"
-SKIPPED = "skipped"  # present, but the tool does not read it in this set-up
+
+class ConfigStatus(TextEnum):
+    """What became of one configuration file."""
+
+    LOADED = "loaded"
+    MISSING = "missing"
+    UNREADABLE = "unreadable"
+    DIRECTORY = "directory"  # a folder where the tool expects a file
+    MALFORMED = "malformed"
+    SKIPPED = "skipped"  # present, but the tool does not read it in this set-up
+
+
+# The short names the probe, its rules and tests compare with.
+LOADED = ConfigStatus.LOADED
+MISSING = ConfigStatus.MISSING
+UNREADABLE = ConfigStatus.UNREADABLE
+DIRECTORY = ConfigStatus.DIRECTORY
+MALFORMED = ConfigStatus.MALFORMED
+SKIPPED = ConfigStatus.SKIPPED
 
 
 @dataclass(frozen=True)
@@ -40,7 +53,7 @@ class ConfigFile:
     tool: str  # pip, conda, uv
     level: str  # pip: global|user|site|env; conda: search-path|condarc; uv: project|user|system|config-file
     path: str
-    status: str
+    status: ConfigStatus
     error: str | None = None
     line: int | None = None
     named_by: str | None = None  # the variable that names this file: PIP_CONFIG_FILE, CONDARC, ...
@@ -172,7 +185,7 @@ def _paths(os_name: str) -> Any:
     return ntpath if os_name == "windows" else posixpath
 
 
-def _read(host: Host, path: str) -> tuple[str | None, str, str | None]:
+def _read(host: Host, path: str) -> tuple[str | None, ConfigStatus, str | None]:
     """(text, status, error) for one file; never raises."""
     if not host.exists(path):
         return None, MISSING, None
