@@ -266,11 +266,3 @@ def no_nvidia_gpu(ctx: RuleContext) -> Iterator[Hit]:
         detail=detail,
         evidence=("nvml.status = library_not_found",),
     )
-
-
-RULES = (
-    driver_too_old_for_torch_cuda,
-    driver_relies_on_minor_version_compat,
-    gpu_without_working_driver,
-    no_nvidia_gpu,
-)

@@ -169,10 +169,3 @@ def torch_companions_mismatch(ctx: RuleContext) -> Iterator[Hit]:
             evidence=(f"torch {torch_version}", f"{name} {installed}"),
             fixes=(planned,) if planned else (),
         )
-
-
-RULES = (
-    cpu_only_torch_on_gpu_machine,
-    torch_companions_mismatch,
-    cuda_build_but_cuda_unavailable,
-)

@@ -520,11 +520,3 @@ def smoke_test_hung(ctx: RuleContext) -> Iterator[Hit]:
                 evidence=(f"smoke {device.device} {step.step}: timeout after {limit}",),
                 fixes=tuple(fixes),
             )
-
-
-RULES = (
-    gpu_arch_not_in_build,
-    smoke_test_failed,
-    gpu_out_of_memory,
-    smoke_test_hung,
-)

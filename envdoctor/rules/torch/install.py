@@ -191,10 +191,3 @@ def torch_check_crashed(ctx: RuleContext) -> Iterator[Hit]:
         evidence=("torch.crash",),
         fixes=(Fix(summary="Reproduce by hand to see the full error", commands=(command,)),),
     )
-
-
-RULES = (
-    torch_not_installed,
-    torch_import_fails,
-    torch_check_crashed,
-)
