@@ -7,6 +7,7 @@ from functools import cache
 from urllib.parse import urlsplit
 
 from envdoctor.knowledge import load_table
+from envdoctor.knowledge.provenance import references
 
 OFFICIAL_WHEEL_BASE = "https://download.pytorch.org/whl"
 
@@ -18,7 +19,9 @@ class KnownIndex:
     kind: str  # "pypi" | "conda" | "pytorch-wheels"
     url: str  # base URL as the operator documents it
     status: str  # "ok" | "stale" | "dropped" | "unverified"
-    note: str  # why the status, with source
+    note: str  # why the status, in plain words (shown to users)
+    source: tuple[str, ...] = ()  # public references (URL or owner/repo@commit:path)
+    verified: bool = True  # False: no operator documentation or primary source was found
     layout: str = "pep503"  # pytorch-wheels: "pep503" (--index-url) or "flat" (a file listing for -f)
     channels_missing: tuple[str, ...] = ()  # conda: channels the mirror does not carry itself
 
@@ -30,7 +33,13 @@ class KnownIndex:
 @cache
 def known_indexes() -> tuple[KnownIndex, ...]:
     return tuple(
-        KnownIndex(**{**row, "channels_missing": tuple(row.get("channels_missing", ()))})
+        KnownIndex(
+            **{
+                **row,
+                "channels_missing": tuple(row.get("channels_missing", ())),
+                "source": references(row.get("source")),
+            }
+        )
         for row in load_table("mirrors.json")["indexes"]
     )
 
