@@ -51,6 +51,11 @@ class ArchList:
     inferred: bool  # the data copies a neighbouring release's list
     provenance: Provenance
 
+    @property
+    def source(self) -> tuple[str, ...]:
+        """The public references the list comes from."""
+        return self.provenance.source
+
     def describe(self) -> str:
         parts = [sm(c) for c in self.cubins] + [f"compute_{c[0]}{c[1]} (PTX)" for c in self.ptx]
         return " ".join(parts)

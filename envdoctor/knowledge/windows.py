@@ -37,6 +37,10 @@ class RuntimeMinimum:
     caveat: str
     provenance: Provenance
 
+    @property
+    def source(self) -> tuple[str, ...]:
+        return self.provenance.source
+
 
 @dataclass(frozen=True)
 class PathLimits:
