@@ -429,7 +429,8 @@ def _commands(
             if variant.startswith("cu") and target.mirror is not None:
                 warnings.append(
                     "with an Anaconda mirror as channel_alias, '-c nvidia' fails: mirrors do not carry "
-                    "the nvidia channel (mirror_facts.md P5); keep channel_alias at its default"
+                    "the nvidia channel (https://github.com/tuna/issues/issues/1327); keep channel_alias "
+                    "at its default"
                 )
             return [found]
         warnings.append(_conda_missing(release, variant, target.platform))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from envdoctor.knowledge import Release, load_table
+from envdoctor.knowledge.provenance import Provenance, provenance
 from envdoctor.model import TextEnum
 
 Capability = tuple[int, int]
@@ -49,7 +50,12 @@ class ArchList:
     cubins: tuple[Capability, ...]
     ptx: tuple[Capability, ...]
     inferred: bool  # the data copies a neighbouring release's list
-    source: str
+    provenance: Provenance
+
+    @property
+    def source(self) -> tuple[str, ...]:
+        """The public references the list comes from."""
+        return self.provenance.source
 
     def describe(self) -> str:
         parts = [sm(c) for c in self.cubins] + [f"compute_{c[0]}{c[1]} (PTX)" for c in self.ptx]
@@ -86,7 +92,7 @@ def arch_list(torch: Release, variant: str, platform: str) -> ArchList | None:
         if text is None:
             return None
         cubins, ptx = _parse_list(text, with_ptx)
-        return ArchList(cubins, ptx, bool(row.get("inferred")), row["source"])
+        return ArchList(cubins, ptx, bool(row.get("inferred")), provenance(row))
     return None
 
 

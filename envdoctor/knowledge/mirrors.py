@@ -7,6 +7,7 @@ from functools import cache
 from urllib.parse import urlsplit
 
 from envdoctor.knowledge import load_table
+from envdoctor.knowledge.provenance import references
 from envdoctor.model import TextEnum
 
 OFFICIAL_WHEEL_BASE = "https://download.pytorch.org/whl"
@@ -32,7 +33,9 @@ class KnownIndex:
     kind: IndexKind
     url: str  # base URL as the operator documents it
     status: IndexStatus
-    note: str  # why the status, with source
+    note: str  # why the status, in plain words (shown to users)
+    source: tuple[str, ...] = ()  # public references (URL or owner/repo@commit:path)
+    verified: bool = True  # False: no operator documentation or primary source was found
     layout: str = "pep503"  # pytorch-wheels: "pep503" (--index-url) or "flat" (a file listing for -f)
     channels_missing: tuple[str, ...] = ()  # conda: channels the mirror does not carry itself
 
@@ -50,6 +53,7 @@ def known_indexes() -> tuple[KnownIndex, ...]:
                 "kind": IndexKind(row["kind"]),
                 "status": IndexStatus(row["status"]),
                 "channels_missing": tuple(row.get("channels_missing", ())),
+                "source": references(row.get("source")),
             }
         )
         for row in load_table("mirrors.json")["indexes"]
