@@ -162,7 +162,10 @@ def _completing(environ: Mapping[str, str]) -> bool:
 def _help(args: Sequence[str], environ: Mapping[str, str]) -> str | None:
     from envdoctor import cli_help
 
-    isatty = sys.stdout.isatty()
+    try:
+        isatty = sys.stdout.isatty()
+    except ValueError:  # a closed stream: rich calls it no terminal, but leave such cases to typer
+        return None
     console = cli_help.decide(environ, isatty, cli_help.terminal_width())
     if console is None:
         return None
