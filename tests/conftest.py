@@ -1,0 +1,20 @@
+"""Suite-wide: envdoctor's cache (the rule catalogue) goes to a temporary folder, not the user's."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    # Set in os.environ so that the CLI subprocesses the tests start inherit it too.
+    before = os.environ.get("ENVDOCTOR_CACHE_DIR")
+    os.environ["ENVDOCTOR_CACHE_DIR"] = str(tmp_path_factory.mktemp("envdoctor-cache"))
+    yield
+    if before is None:
+        os.environ.pop("ENVDOCTOR_CACHE_DIR", None)
+    else:
+        os.environ["ENVDOCTOR_CACHE_DIR"] = before
