@@ -3,9 +3,10 @@
 Standard library only (plus torch), and old syntax, because it runs in whatever Python the user
 has. Each record is one JSON object on its own line, flushed at once, so that a crash or hang
 part-way still leaves the records printed before it. Records: {"record": "stage", ...} before each
-risky step, one {"record": "torch", ...} with the build, then the smoke test's records:
+risky step, one {"record": "torch", ...} with the build, then "companion_start" / "companion" around
+the load check of each installed companion (torchvision, torchaudio), then the smoke test's records:
 "smoke" (start/end), "smoke_device" (start/end), and "step_start" before / "step" after each step.
-A "step_start" without its "step" names the step that hung or crashed.
+A "step_start" (or "companion_start") without its closing record names the step that hung or crashed.
 
 Arguments: --no-smoke, --smoke-size N (matrix size), --budget SECONDS (the parent's timeout).
 """
@@ -15,6 +16,7 @@ import json
 import math
 import os
 import platform
+import re
 import sys
 import time
 import traceback
@@ -43,12 +45,120 @@ def dist_version(name):
         return None
 
 
+COMPANIONS = ("torchvision", "torchaudio")
+
+
 def companions():
     found = []
-    for name in ("torchvision", "torchaudio"):
+    for name in COMPANIONS:
         version = dist_version(name)
         if version is not None:
             found.append({"name": name, "version": version})
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# Installed distributions that depend on torch: their Requires-Dist lines, read from metadata
+# files only (no import), so a package built for another torch is named without loading it.
+# envdoctor parses the requirements (with `packaging`); here they are only picked out by name.
+
+# The distributions whose requirements matter: torch itself, its companions and its compiler.
+WATCHED = ("torch", "torchvision", "torchaudio", "triton")
+REQUIREMENT_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def normalize(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def watched(name):
+    key = normalize(name)
+    return key in WATCHED or key.startswith("pytorch-triton")  # ROCm/XPU/nightly triton builds
+
+
+def metadata_headers(text):
+    """Name, Version and the Requires-Dist values of a METADATA / PKG-INFO text (its header block)."""
+    name = version = None
+    requires = []
+    for line in text.splitlines():
+        if not line.strip():
+            break  # the body (the long description) starts after the first blank line
+        if line[0] in " \t":
+            continue  # a folded continuation of the previous header
+        key, sep, value = line.partition(":")
+        if not sep:
+            continue
+        key = key.strip().lower()
+        if key == "name":
+            name = value.strip()
+        elif key == "version":
+            version = value.strip()
+        elif key == "requires-dist":
+            requires.append(value.strip())
+    return name, version, requires
+
+
+def read_dist_file(dist, name):
+    try:
+        return dist.read_text(name)
+    except Exception:
+        return None
+
+
+def origin(dist):
+    """Who installed a distribution (INSTALLER) and, for a direct install, from where (PEP 610)."""
+    found = {}
+    installer = read_dist_file(dist, "INSTALLER")
+    if installer and installer.strip():
+        found["installer"] = installer.strip()[:40]
+    direct = read_dist_file(dist, "direct_url.json")
+    if direct:
+        try:
+            url = json.loads(direct).get("url")
+        except (ValueError, AttributeError):
+            url = None
+        if isinstance(url, str):
+            found["source"] = url[:500]
+    return found
+
+
+def distributions():
+    """Each installed distribution that requires a watched one, or is one: None before Python 3.8."""
+    try:
+        from importlib import metadata
+    except ImportError:
+        return None
+    found = []
+    seen = set()
+    try:
+        everything = list(metadata.distributions())
+    except Exception:
+        return None
+    for dist in everything:
+        text = read_dist_file(dist, "METADATA") or read_dist_file(dist, "PKG-INFO") or ""
+        name, version, requires = metadata_headers(text)
+        if not name or not version:
+            continue
+        key = normalize(name)
+        if key in seen:
+            continue  # a copy further down sys.path: the first one is the one imported
+        seen.add(key)
+        if not requires and read_dist_file(dist, "requires.txt"):
+            try:
+                requires = list(dist.requires or ())  # an egg-info folder
+            except Exception:
+                requires = []
+        pins = []
+        for requirement in requires:
+            match = REQUIREMENT_NAME.match(requirement)
+            if match and watched(match.group(1)):
+                pins.append(requirement[:300])
+        if not pins and not watched(name):
+            continue
+        entry = {"name": name, "version": version, "requires": pins}
+        if watched(name):
+            entry.update(origin(dist))
+        found.append(entry)
     return found
 
 
@@ -101,6 +211,173 @@ def collect(torch, info, errors):
         info["mps_available"] = bool(mps.is_available()) if mps is not None else None
     except Exception as exc:
         errors.append({"step": "mps", "error": short_error(exc)})
+
+
+# ---------------------------------------------------------------------------------------------
+# Companion load checks: import torchvision / torchaudio beside this torch and prove that their
+# compiled operators are registered, as a user's first `import torchvision` would.
+
+COMPANION_TIMEOUT = 20.0  # a healthy import and one tiny op take well under a second
+NMS_BOXES = [[0.0, 0.0, 1.0, 1.0], [0.0, 0.0, 1.0, 0.9], [2.0, 2.0, 3.0, 3.0]]
+NMS_KEEP = [0, 2]  # the second box overlaps the first (IoU 0.9) and scores lower
+
+
+def version_file(package_dir):
+    """__version__ from a package's version.py, read as text: it holds the build's variant label
+    ("0.28.0+cu130") even when the package itself cannot be imported."""
+    try:
+        with open(os.path.join(package_dir, "version.py")) as handle:
+            text = handle.read(4000)
+    except (IOError, OSError):
+        return None
+    match = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", text, re.M)
+    return match.group(1) if match else None
+
+
+def package_dir(name):
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec(name)
+    except Exception:
+        return None
+    locations = list(getattr(spec, "submodule_search_locations", None) or ()) if spec else []
+    return locations[0] if locations else None
+
+
+def extension_files(folder, stem):
+    """The compiled library files named `stem` (_C, libtorchaudio) in `folder`."""
+    try:
+        names = sorted(os.listdir(folder))
+    except (IOError, OSError):
+        return []
+    return [
+        os.path.join(folder, n)
+        for n in names
+        if n.startswith(stem + ".") and n.rsplit(".", 1)[-1] in ("so", "pyd", "dylib")
+    ]
+
+
+def load_cause(torch, folder, stem):
+    """Why a companion's compiled library does not load, in the dynamic loader's own words.
+
+    The companion itself swallows this error (torchvision) or wraps it, so the library is loaded
+    once more here, after the verdict, only to read the reason.
+    """
+    if not folder:
+        return None
+    files = extension_files(folder, stem)
+    if not files:
+        return "no compiled library %s.* in %s" % (stem, folder)
+    try:
+        torch.ops.load_library(files[0])
+    except Exception as exc:
+        inner = exc.__cause__ or exc  # torch wraps the loader's OSError: "Could not load this library"
+        return ("%s: %s" % (os.path.basename(files[0]), inner))[:2000]
+    return None
+
+
+def failure(step, exc, cause):
+    record = {"status": "failed", "step": step, "error": short_error(exc)}
+    if cause:
+        record["cause"] = cause
+    return record
+
+
+def check_torchvision(torch):
+    folder = package_dir("torchvision")
+    found = {"module_version": version_file(folder) if folder else None}
+    try:
+        import torchvision
+    except Exception as exc:
+        found.update(failure("import", exc, load_cause(torch, folder, "_C")))
+        return found
+    found["module_version"] = str(getattr(torchvision, "__version__", "")) or found["module_version"]
+    found["location"] = getattr(torchvision, "__file__", None)
+    cuda = getattr(getattr(torchvision, "version", None), "cuda", None)
+    found["cuda"] = str(cuda) if cuda else None
+    try:
+        boxes = torch.tensor(NMS_BOXES)
+        scores = torch.tensor([0.9, 0.8, 0.7])
+        keep = [int(i) for i in torchvision.ops.nms(boxes, scores, 0.5).tolist()]
+    except Exception as exc:
+        found.update(failure("nms", exc, load_cause(torch, folder, "_C")))
+        return found
+    if keep != NMS_KEEP:
+        note = "nms kept %r instead of %r" % (keep, NMS_KEEP)
+        found.update({"status": "wrong", "step": "nms", "note": note})
+        return found
+    found["status"] = "ok"
+    return found
+
+
+def check_torchaudio(torch):
+    folder = package_dir("torchaudio")
+    found = {"module_version": version_file(folder) if folder else None}
+    lib = os.path.join(folder, "lib") if folder else None
+    try:
+        import torchaudio
+    except Exception as exc:
+        inner = exc.__cause__  # torchaudio loads its library at import: the loader's own words
+        cause = str(inner)[:2000] if inner is not None else load_cause(torch, lib, "libtorchaudio")
+        found.update(failure("import", exc, cause))
+        return found
+    found["module_version"] = str(getattr(torchaudio, "__version__", "")) or found["module_version"]
+    found["location"] = getattr(torchaudio, "__file__", None)
+    cuda = getattr(getattr(torchaudio, "version", None), "cuda", None)
+    found["cuda"] = str(cuda) if cuda else None
+    extension = sys.modules.get("torchaudio._extension")
+    if getattr(extension, "_IS_TORCHAUDIO_EXT_AVAILABLE", None) is False:
+        found.update(
+            {
+                "status": "failed",
+                "step": "extension",
+                "error": {
+                    "type": "ImportError",
+                    "message": "torchaudio's compiled extension is not available "
+                    "(torchaudio._extension._IS_TORCHAUDIO_EXT_AVAILABLE is False)",
+                },
+            }
+        )
+        cause = load_cause(torch, lib, "libtorchaudio")
+        if cause:
+            found["cause"] = cause
+        return found
+    found["status"] = "ok"
+    return found
+
+
+COMPANION_CHECKS = {"torchvision": check_torchvision, "torchaudio": check_torchaudio}
+
+
+def check_companions(torch, present, deadline):
+    """One "companion" record per installed companion, each under the step watchdog."""
+    for entry in present:
+        name = entry["name"]
+        check = COMPANION_CHECKS.get(name)
+        if check is None:
+            continue
+        now = time.time()
+        limit = step_timeout(COMPANION_TIMEOUT, deadline, now)
+        if limit < MIN_STEP_TIME:
+            emit("companion", {"name": name, "status": "skipped", "note": "no time left (raise --timeout)"})
+            continue
+        emit("companion_start", {"name": name, "timeout": limit, "t": now})
+        record = {"name": name, "version": entry.get("version"), "timeout": limit}
+        arm_watchdog(limit)
+        started = time.time()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                record.update(check(torch))
+            except Exception as exc:  # a bug here must not cost the smoke test
+                record.update(failure("check", exc, None))
+            finally:
+                faulthandler.cancel_dump_traceback_later()
+        record["seconds"] = time.time() - started
+        if caught:
+            record["warnings"] = [str(w.message)[:2000] for w in caught][:20]
+        emit("companion", record)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -614,7 +891,9 @@ class Smoke(object):
 def main(argv=None):
     started = time.time()
     options = parse_args(sys.argv[1:] if argv is None else argv)
-    info = {"installed": False, "companions": companions(), "errors": []}
+    present = companions()
+    info = {"installed": False, "companions": present, "errors": []}
+    info["distributions"] = distributions()
     info["cuda_visible_devices"] = os.environ.get("CUDA_VISIBLE_DEVICES")
     info["dist_version"] = dist_version("torch")
     try:
@@ -646,9 +925,12 @@ def main(argv=None):
         collect(torch, info, info["errors"])
     info["warnings"] = [str(w.message)[:2000] for w in caught]
     emit("torch", info)
+    budget = options["budget"]
+    deadline = started + budget - EXIT_MARGIN if budget else None
+    # After the torch record, so that a companion that crashes or hangs the process still leaves
+    # the build reported; before the smoke test, whose GPU steps take the rest of the budget.
+    check_companions(torch, present, deadline)
     if options["smoke"]:
-        budget = options["budget"]
-        deadline = started + budget - EXIT_MARGIN if budget else None
         Smoke(torch, info, options["size"], deadline).run()
     return 0
 
