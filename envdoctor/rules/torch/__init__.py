@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from envdoctor.rules.base import Rule
-from envdoctor.rules.torch import build, gpu, install
+from envdoctor.rules.torch import build, companions, gpu, install
 
 RULES: tuple[Rule, ...] = (
     *install.RULES,
     *build.RULES,
+    *companions.RULES,
     *gpu.RULES,
 )
