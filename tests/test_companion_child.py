@@ -1,9 +1,10 @@
 """The torch child's companion load check and metadata scan, against real torch on this machine.
 
 The end-to-end tests install a stand-in torchvision (a tiny wheel built here) into a fresh venv that
-sees this environment's torch through a .pth file: the broken one registers a fake kernel for
-`torchvision::nms` the way torchvision's _meta_registrations does, so real torch raises the real
-"operator torchvision::nms does not exist"; the healthy one defines the operator in Python.
+sees this environment's torch through a .pth file: the broken one's extension module fails to load its
+library and swallows that, as torchvision's does, then registers a fake kernel for `torchvision::nms`
+the way torchvision's _meta_registrations does, so real torch raises the real "operator
+torchvision::nms does not exist"; the healthy one's extension module defines the operator in Python.
 """
 
 from __future__ import annotations
@@ -28,8 +29,28 @@ from tests.cli_support import run_cli
 
 torch = pytest.importorskip("torch")
 
+EXTENSION_BROKEN = """\
+import os
+
+import torch
+
+
+def _load_library(name):
+    # As torchvision/extension.py does: a library that does not load is swallowed here.
+    try:
+        torch.ops.load_library(os.path.join(os.path.dirname(__file__), name + ".so"))
+        return True
+    except (ImportError, OSError):
+        return False
+
+
+_HAS_OPS = _load_library("_C")
+"""
+
 BROKEN = """\
 import torch
+
+from . import extension
 
 # As torchvision/_meta_registrations.py does at import: a fake kernel for an operator its compiled
 # _C library should have registered. Without that library, torch refuses.
@@ -40,9 +61,10 @@ def meta_nms(dets, scores, iou_threshold):
 from .version import __version__
 """
 
-HEALTHY = """\
+EXTENSION_HEALTHY = """\
 import torch
 
+# What the compiled _C library registers, defined in Python for the stand-in.
 _lib = torch.library.Library("torchvision", "DEF")
 _lib.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
 
@@ -65,8 +87,10 @@ def _nms(dets, scores, iou_threshold):
 
 
 _lib.impl("nms", _nms, "CPU")
+"""
 
-from . import ops
+HEALTHY = """\
+from . import extension, ops
 from .version import __version__
 """
 
@@ -84,10 +108,13 @@ def _record_line(name: str, data: bytes) -> str:
     return f"{name},sha256={digest},{len(data)}"
 
 
-def build_wheel(folder: Path, init: str, version: str = "0.28.0", label: str = "+cu130") -> Path:
+def build_wheel(
+    folder: Path, init: str, extension: str, version: str = "0.28.0", label: str = "+cu130"
+) -> Path:
     """A pure-Python wheel named torchvision: the package, its version.py and a stand-in _C.so."""
     files = {
         "torchvision/__init__.py": init.encode(),
+        "torchvision/extension.py": extension.encode(),
         "torchvision/version.py": f"__version__ = '{version}{label}'\n".encode(),
         "torchvision/ops.py": OPS.encode(),
         "torchvision/_C.so": b"not a shared library: the stand-in has no compiled code\n",
@@ -141,7 +168,7 @@ def child_facts(python: Path) -> tuple[TorchFacts, ChildOutcome]:
 def test_a_torchvision_without_its_operators_is_an_error_through_the_real_check(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    python = venv_with(tmp_path, build_wheel(tmp_path, BROKEN))
+    python = venv_with(tmp_path, build_wheel(tmp_path, BROKEN, EXTENSION_BROKEN))
     monkeypatch.delenv("VIRTUAL_ENV", raising=False)
     run = run_cli(capsys, monkeypatch, "check", "--python", str(python), "--no-smoke", "--format", "json")
     report = json.loads(run.out)
@@ -164,13 +191,13 @@ def test_a_torchvision_without_its_operators_is_an_error_through_the_real_check(
 
 def test_a_torchvision_whose_operator_runs_passes(tmp_path: Path) -> None:
     label = "+" + torch.__version__.split("+")[1] if "+" in torch.__version__ else ""
-    python = venv_with(tmp_path, build_wheel(tmp_path, HEALTHY, label=label))
+    python = venv_with(tmp_path, build_wheel(tmp_path, HEALTHY, EXTENSION_HEALTHY, label=label))
     facts, outcome = child_facts(python)
     assert facts.extensions is not None, outcome.stderr_tail
     (load,) = facts.extensions.loads
     assert load.status is LoadStatus.OK, load
     assert load.module_version == f"0.28.0{label}" and load.seconds is not None
-    assert load.location is not None and load.location.endswith("__init__.py")
+    assert load.location is not None and Path(load.location).name == "torchvision"
 
 
 def test_a_hung_companion_import_is_stopped_by_the_watchdog(tmp_path: Path) -> None:

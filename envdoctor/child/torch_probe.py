@@ -214,11 +214,14 @@ def collect(torch, info, errors):
 
 
 # ---------------------------------------------------------------------------------------------
-# Companion load checks: import torchvision / torchaudio beside this torch and prove that their
-# compiled operators are registered, as a user's first `import torchvision` would.
+# Companion load checks: load torchvision's / torchaudio's compiled extension beside this torch as
+# the packages themselves do, and prove that the operators are registered by running one. The rest
+# of the package is not imported on the way (torchvision's __init__ imports torch._dynamo: seconds);
+# when the operator is missing, the user's own `import torchvision` is replayed for its exact error.
 
 COMPANION_TIMEOUT = 20.0  # a healthy import and one tiny op take well under a second
 NMS_BOXES = [[0.0, 0.0, 1.0, 1.0], [0.0, 0.0, 1.0, 0.9], [2.0, 2.0, 3.0, 3.0]]
+NMS_SCORES = [0.9, 0.8, 0.7]
 NMS_KEEP = [0, 2]  # the second box overlaps the first (IoU 0.9) and scores lower
 
 
@@ -284,29 +287,88 @@ def failure(step, exc, cause):
     return record
 
 
-def check_torchvision(torch):
-    folder = package_dir("torchvision")
-    found = {"module_version": version_file(folder) if folder else None}
+def forget(package):
+    for key in list(sys.modules):
+        if key == package or key.startswith(package + "."):
+            del sys.modules[key]
+
+
+def import_submodule(package, folder, submodule):
+    """Import `package.submodule` under a bare stand-in for the package, so that the package's own
+    __init__ does not run: torchvision's imports torch._dynamo (seconds), while its `extension`
+    module alone loads the compiled library exactly as the package does (DLL folders included)."""
+    import importlib
+    import importlib.machinery
+    import types
+
+    forget(package)
+    stub = types.ModuleType(package)
+    stub.__path__ = [folder]
+    stub.__package__ = package
+    stub.__spec__ = importlib.machinery.ModuleSpec(package, None, is_package=True)
+    stub.__spec__.submodule_search_locations = [folder]
+    sys.modules[package] = stub
+    try:
+        return importlib.import_module(package + "." + submodule)
+    finally:
+        forget(package)
+
+
+def missing_module(exc, name):
+    """Whether `exc` says that module `name` itself does not exist (an older layout)."""
+    return isinstance(exc, ImportError) and getattr(exc, "name", None) == name
+
+
+def user_import_failure(torch, folder):
+    """The error a user's `import torchvision; torchvision.ops.nms(...)` meets, or None if none."""
+    forget("torchvision")
     try:
         import torchvision
     except Exception as exc:
-        found.update(failure("import", exc, load_cause(torch, folder, "_C")))
-        return found
-    found["module_version"] = str(getattr(torchvision, "__version__", "")) or found["module_version"]
-    found["location"] = getattr(torchvision, "__file__", None)
-    cuda = getattr(getattr(torchvision, "version", None), "cuda", None)
-    found["cuda"] = str(cuda) if cuda else None
+        return failure("import", exc, load_cause(torch, folder, "_C"))
     try:
-        boxes = torch.tensor(NMS_BOXES)
-        scores = torch.tensor([0.9, 0.8, 0.7])
-        keep = [int(i) for i in torchvision.ops.nms(boxes, scores, 0.5).tolist()]
+        torchvision.ops.nms(torch.tensor(NMS_BOXES), torch.tensor(NMS_SCORES), 0.5)
     except Exception as exc:
-        found.update(failure("nms", exc, load_cause(torch, folder, "_C")))
+        return failure("nms", exc, load_cause(torch, folder, "_C"))
+    finally:
+        forget("torchvision")
+    return None
+
+
+def check_torchvision(torch):
+    folder = package_dir("torchvision")
+    found = {"module_version": version_file(folder) if folder else None}
+    if folder is None:
+        found.update(failure("import", ImportError("no torchvision package folder on sys.path"), None))
         return found
+    found["location"] = folder
+    extension = None  # kept referenced while the operator runs
+    try:
+        extension = import_submodule("torchvision", folder, "extension")
+    except Exception as exc:
+        if not missing_module(exc, "torchvision.extension"):
+            # Raised by the extension module itself, as `import torchvision` would raise it (for
+            # one, torchvision's check that its CUDA major version is torch's).
+            found.update(failure("import", exc, load_cause(torch, folder, "_C")))
+            return found
+    try:
+        keep = torch.ops.torchvision.nms(torch.tensor(NMS_BOXES), torch.tensor(NMS_SCORES), 0.5)
+        keep = [int(i) for i in keep.tolist()]
+    except Exception as exc:
+        # The operator is not registered: record what the user's own import says about it.
+        said = user_import_failure(torch, folder)
+        found.update(said or failure("nms", exc, load_cause(torch, folder, "_C")))
+        return found
+    del extension
     if keep != NMS_KEEP:
         note = "nms kept %r instead of %r" % (keep, NMS_KEEP)
         found.update({"status": "wrong", "step": "nms", "note": note})
         return found
+    try:
+        built = int(torch.ops.torchvision._cuda_version())
+        found["cuda"] = "%d.%d" % (built // 1000, built % 1000 // 10) if built > 0 else None
+    except Exception:
+        pass  # an older torchvision without the query: the variant label still tells
     found["status"] = "ok"
     return found
 
@@ -315,18 +377,21 @@ def check_torchaudio(torch):
     folder = package_dir("torchaudio")
     found = {"module_version": version_file(folder) if folder else None}
     lib = os.path.join(folder, "lib") if folder else None
-    try:
-        import torchaudio
-    except Exception as exc:
-        inner = exc.__cause__  # torchaudio loads its library at import: the loader's own words
-        cause = str(inner)[:2000] if inner is not None else load_cause(torch, lib, "libtorchaudio")
-        found.update(failure("import", exc, cause))
+    if folder is None:
+        found.update(failure("import", ImportError("no torchaudio package folder on sys.path"), None))
         return found
-    found["module_version"] = str(getattr(torchaudio, "__version__", "")) or found["module_version"]
-    found["location"] = getattr(torchaudio, "__file__", None)
-    cuda = getattr(getattr(torchaudio, "version", None), "cuda", None)
-    found["cuda"] = str(cuda) if cuda else None
-    extension = sys.modules.get("torchaudio._extension")
+    found["location"] = folder
+    try:
+        # `import torchaudio` loads this first; alone it skips the package's other imports.
+        extension = import_submodule("torchaudio", folder, "_extension")
+    except Exception as exc:
+        if missing_module(exc, "torchaudio._extension"):
+            extension = None
+        else:
+            inner = exc.__cause__  # torch wraps the loader's own words about the library
+            cause = str(inner)[:2000] if inner is not None else load_cause(torch, lib, "libtorchaudio")
+            found.update(failure("import", exc, cause))
+            return found
     if getattr(extension, "_IS_TORCHAUDIO_EXT_AVAILABLE", None) is False:
         found.update(
             {

@@ -364,9 +364,11 @@ def _failure_words(load: CompanionLoad) -> str:
     summary="torchvision/torchaudio's compiled operators do not load beside this torch",
     needs=(TorchFacts,),
     doc=RuleDoc(
-        what="The torch child imports each installed companion (torchvision, torchaudio) right after "
-        "torch and runs one compiled operator (torchvision.ops.nms on three boxes; torchaudio's "
-        "extension load), under the smoke test's watchdog, and records the exact error.",
+        what="Right after torch, the torch child loads each installed companion's compiled extension "
+        "the way the package does (torchvision.extension, torchaudio._extension) and runs "
+        "torchvision::nms on three boxes, under the smoke test's watchdog. When that fails it replays "
+        "the user's own `import torchvision` and records the exact error, and the dynamic loader's "
+        "reason for the library.",
         why="A companion's compiled extension links against one torch build. Beside another build "
         "(another release, or another variant such as a CUDA torchvision next to a +cpu torch) its "
         "operators never register: the import fails with 'operator torchvision::nms does not exist' "
