@@ -330,8 +330,9 @@ def pair_fixes(ctx: RuleContext, torch: TorchFacts, pair: Pair) -> tuple[Fix, ..
     release = paired_release(name, pair.companion.version)
     variant = pair.companion.variant
     if release is not None and variant and (release.torch != built.public or variant != built.variant):
-        summary = f"Install the torch {name} {pair.companion.version} was built for" + _downgrade(
-            release.torch, built.public
+        summary = (
+            f"Install torch {release.torch}, the release {name} {pair.companion.version} was built for"
+            + _downgrade(release.torch, built.public)
         )
         fix = pair_fix(ctx, summary, release.torch, variant, installed_companions(torch))
         if fix is not None:
@@ -496,7 +497,8 @@ def _torch_for(ctx: RuleContext, torch: TorchFacts, unmet: UnmetRequirement) -> 
         old = built.public if built else unmet.installed.version
         return pair_fix(
             ctx,
-            f"Install the torch {unmet.dependent.name} was built for" + _downgrade(release.torch, old),
+            f"Install torch {release.torch}, which {unmet.dependent.name} {unmet.dependent.version} accepts"
+            + _downgrade(release.torch, old),
             release.torch,
             variant,
             installed_companions(torch),
