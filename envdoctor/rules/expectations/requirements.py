@@ -4,8 +4,7 @@ family per file."""
 
 from __future__ import annotations
 
-from envdoctor.model import AreaVerdict, Finding, Severity
-from envdoctor.settings import Expectations
+from envdoctor.model import AreaVerdict, Expectations, Finding, Severity
 
 AREA = "expectations"
 AREA_TITLE = "Project expectations"
