@@ -24,6 +24,7 @@ from envdoctor.render.console import make_console, render_console
 from envdoctor.render.json_report import render_json
 from envdoctor.snapshot import Snapshot, dumps, snapshot_from_data
 from envdoctor.target import PythonInfo, Target
+from tests.real_torch import RealTorchChild
 
 # One token per place, so a leak names its source.
 TOKENS = {
@@ -127,7 +128,9 @@ def planted_machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def test_tokens_never_leak_from_the_command_line(planted_machine: Path) -> None:
+def test_tokens_never_leak_from_the_command_line(
+    planted_machine: Path, shared_torch_child: RealTorchChild
+) -> None:
     runner = CliRunner()
     snapshot = planted_machine / "snap.json"
     runs = {
@@ -142,3 +145,4 @@ def test_tokens_never_leak_from_the_command_line(planted_machine: Path) -> None:
         text = result.output + (snapshot.read_text(encoding="utf-8") if where == "snapshot" else "")
         assert_no_token(text, where)
         assert "ED505" in text or where == "snapshot"
+    assert len(shared_torch_child.asked) == 2  # the live runs examined this machine

@@ -17,9 +17,10 @@ import pytest
 
 from envdoctor.child import torch_probe as child
 from envdoctor.host.base import ChildOutcome
-from envdoctor.host.live import CHILD_DIR, LiveHost, parse_records
+from envdoctor.host.live import CHILD_DIR, parse_records
 from envdoctor.probes.base import CheckOptions
 from envdoctor.probes.torch_build import TorchFacts, child_args, facts_from_outcome
+from tests.real_torch import DEFAULT_ARGS, real_torch_child
 
 torch = pytest.importorskip("torch")
 
@@ -27,13 +28,14 @@ ALL_STEPS = ["init", "matmul_fp32", "autograd", "matmul_fp16", "matmul_bf16", "c
 
 
 def run_child(*args: str, timeout: float = 60.0) -> tuple[TorchFacts, ChildOutcome]:
-    outcome = LiveHost().python_json(sys.executable, "torch_probe.py", args, timeout)
+    """The real child in this interpreter (shared with the suite's other real runs of these arguments)."""
+    outcome = real_torch_child(sys.executable, args, timeout)
     return facts_from_outcome(outcome, smoke="--no-smoke" not in args), outcome
 
 
 @pytest.fixture(scope="module")
 def default_run() -> tuple[TorchFacts, ChildOutcome]:
-    return run_child("--budget", "58")
+    return run_child(*DEFAULT_ARGS)
 
 
 # -- real runs -------------------------------------------------------------------------------

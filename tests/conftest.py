@@ -1,0 +1,48 @@
+"""Fixtures shared across the suite: the command line in-process, and one real torch child per argument
+list for the whole run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import pytest
+
+from envdoctor.host.base import ChildOutcome
+from envdoctor.host.live import LiveHost
+from tests.cli_support import Run, run_cli
+from tests.real_torch import RealTorchChild, real_torch_child
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Callable[..., Run]:
+    """`envdoctor ARGV...` run in this process, as a user with no environment activated would run it."""
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    monkeypatch.delenv("CONDA_PREFIX", raising=False)
+
+    def invoke(*argv: str) -> Run:
+        return run_cli(capsys, monkeypatch, *argv)
+
+    return invoke
+
+
+@pytest.fixture
+def shared_torch_child(monkeypatch: pytest.MonkeyPatch) -> RealTorchChild:
+    """Live checks in this test get the real torch child, run once per argument list for the session.
+
+    Importing torch and running the CPU smoke test cost seconds per start on this machine, and for the
+    same interpreter and arguments the child answers the same within one run. Everything else a live
+    check does (other children, files, the environment) stays live.
+    """
+    spy = RealTorchChild()
+    real = LiveHost.python_json
+
+    def python_json(
+        self: LiveHost, interpreter: str, script: str, args: Sequence[str], timeout: float
+    ) -> ChildOutcome:
+        if script != "torch_probe.py":
+            return real(self, interpreter, script, args, timeout)
+        spy.asked.append(tuple(args))
+        return real_torch_child(interpreter, spy.answered_args(args), timeout)
+
+    monkeypatch.setattr(LiveHost, "python_json", python_json)
+    return spy
