@@ -3,14 +3,37 @@ list for the whole run."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import pytest
 
 from envdoctor.host.base import ChildOutcome
+from envdoctor.host.fake import take_unscripted
 from envdoctor.host.live import LiveHost
 from tests.cli_support import Run, run_cli
 from tests.real_torch import RealTorchChild, real_torch_child
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed test also shows the FakeHost calls it did not script: often the reason it failed."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if report.when == "call" and report.failed:
+        unscripted = take_unscripted()
+        if unscripted:
+            report.sections.append(("FakeHost: unscripted calls", "\n".join(dict.fromkeys(unscripted))))
+
+
+@pytest.fixture(autouse=True)
+def fake_hosts_are_strict() -> Iterator[None]:
+    """Fail a test whose FakeHost was asked something the test did not script, even where the engine
+    turned the error into a failed probe or a probe caught it."""
+    take_unscripted()
+    yield
+    unscripted = take_unscripted()
+    if unscripted:
+        pytest.fail("\n".join(dict.fromkeys(unscripted)), pytrace=False)
 
 
 @pytest.fixture

@@ -28,7 +28,18 @@ def gpu_host() -> FakeHost:
     gpu = {"name": "NVIDIA GeForce RTX 4090", "capability": [8, 9]}
     return FakeHost(
         python=PYTHON,
-        files={PYTHON: ""},
+        files={
+            PYTHON: "",
+            "/proc/version": "Linux version 6.1.0 (gcc 12.2.0) #1 SMP\n",
+            "/proc/1/cgroup": "0::/init.scope\n",
+        },
+        dirs={
+            "/usr/local": ("bin", "include", "lib", "share"),  # no CUDA toolkit there or on PATH
+            "/home/user/project/.venv": ("bin", "include", "lib", "pyvenv.cfg"),  # a venv, not conda
+        },
+        programs={"nvcc": None},
+        # Left out of this machine: the PCI bus (NVML answers) and pip in the venv.
+        absent={"/sys/bus/pci/devices", "/home/user/project/.venv/lib/python3.11/site-packages"},
         children={
             "python_info.py": _child(
                 {

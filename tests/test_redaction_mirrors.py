@@ -84,7 +84,11 @@ def every_output(report: Report, snapshot_text: str) -> dict[str, str]:
 def test_tokens_never_leak_from_recorded_files() -> None:
     # The uv project file is in the working folder; the pyproject.toml above it is skipped by uv
     # (uv.toml found first), so it is planted a second time where uv does read it.
-    host = FakeHost(files=config_files("/home/user", "/home/user/project"), environ=variables())
+    # Only the configuration files matter here: everything else on this machine (torch, NVML,
+    # toolkits, pip) is missing, on purpose.
+    host = FakeHost(
+        files=config_files("/home/user", "/home/user/project"), environ=variables(), missing_ok=True
+    )
     host.files["/home/user/other/pyproject.toml"] = host.files["/home/user/pyproject.toml"]
     info = PythonInfo(
         "/home/user/project/.venv/bin/python",
