@@ -11,7 +11,23 @@ from envdoctor.host.base import ChildOutcome
 from envdoctor.host.fake import take_unscripted
 from envdoctor.host.live import LiveHost
 from tests.cli_support import Run, run_cli
+from tests.early import Job, stop_queue
 from tests.real_torch import RealTorchChild, real_torch_child
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Queue the early runs the selected tests declare, in the order the tests come (tests/early.py)."""
+    if config.option.collectonly:
+        return
+    for item in items:
+        for marker in item.iter_markers("early"):
+            for job in marker.args:
+                assert isinstance(job, Job), f"{item.nodeid}: @pytest.mark.early takes Job objects"
+                job.start()
+
+
+def pytest_sessionfinish() -> None:
+    stop_queue()
 
 
 @pytest.hookimpl(hookwrapper=True)

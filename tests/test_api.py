@@ -14,7 +14,7 @@ from envdoctor.api import check
 from envdoctor.host.base import ChildOutcome
 from envdoctor.host.fake import FakeHost
 from envdoctor.settings import from_keywords
-from tests.real_torch import DEFAULT_ARGS, RealTorchChild
+from tests.real_torch import DEFAULT_ARGS, DEFAULT_RUN, RealTorchChild
 
 PYTHON = "/home/user/project/.venv/bin/python"
 
@@ -148,6 +148,7 @@ def test_an_interpreter_that_does_not_run_is_a_value_error() -> None:
         envdoctor.api.require(host=host, python="/nope/python")
 
 
+@pytest.mark.early(DEFAULT_RUN)
 def test_require_on_this_machine(shared_torch_child: RealTorchChild) -> None:
     """The real thing, in this interpreter (CPU torch, no NVIDIA GPU): passes plainly, fails for a GPU."""
     report = envdoctor.require(cuda=None)

@@ -11,7 +11,7 @@ import pytest
 
 from tests.cli_support import run_cli
 from tests.fixture_support import FIXTURES
-from tests.real_torch import RealTorchChild
+from tests.real_torch import DEFAULT_RUN, NO_SMOKE_RUN, SMALL_SMOKE_RUN, RealTorchChild
 
 V100 = str(FIXTURES / "linux-v100-cu118-below-project-expectations.json")
 HEALTHY = str(FIXTURES / "linux-rtx4090-driver535-cu121-healthy.json")
@@ -141,6 +141,7 @@ def test_the_docs_show_the_ci_commands() -> None:
     assert any(c.startswith("report") for c in shown)
 
 
+@pytest.mark.early(NO_SMOKE_RUN, SMALL_SMOKE_RUN)
 @pytest.mark.parametrize("argv", DOCUMENTED, ids=[" ".join(a) for a in DOCUMENTED])
 def test_documented_commands_are_valid(
     capsys: pytest.CaptureFixture[str],
@@ -171,6 +172,7 @@ def test_documented_commands_are_valid(
         assert shared_torch_child.asked == []
 
 
+@pytest.mark.early(DEFAULT_RUN)
 def test_the_readme_python_example_raises_on_this_gpu_less_machine(
     shared_torch_child: RealTorchChild,
 ) -> None:

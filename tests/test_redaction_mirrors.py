@@ -24,7 +24,7 @@ from envdoctor.render.console import make_console, render_console
 from envdoctor.render.json_report import render_json
 from envdoctor.snapshot import Snapshot, dumps, snapshot_from_data
 from envdoctor.target import PythonInfo, Target
-from tests.real_torch import RealTorchChild
+from tests.real_torch import DEFAULT_RUN, RealTorchChild
 
 # One token per place, so a leak names its source.
 TOKENS = {
@@ -132,6 +132,7 @@ def planted_machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+@pytest.mark.early(DEFAULT_RUN)
 def test_tokens_never_leak_from_the_command_line(
     planted_machine: Path, shared_torch_child: RealTorchChild
 ) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from tests.cli_support import Run
 from tests.fixture_support import FIXTURES
-from tests.real_torch import DEFAULT_ARGS, RealTorchChild
+from tests.real_torch import SMALL_SMOKE, SMALL_SMOKE_RUN, RealTorchChild
 
 Cli = Callable[..., Run]
 
@@ -35,10 +35,11 @@ def test_bad_smoke_options_are_one_line_and_exit_2(cli: Cli, args: tuple[str, ..
     assert len(result.err.strip().splitlines()) == 1, result.err
 
 
+@pytest.mark.early(SMALL_SMOKE_RUN)
 def test_check_passes_the_smoke_size_to_the_real_child(cli: Cli, shared_torch_child: RealTorchChild) -> None:
     result = cli("check", "--format", "json", "--smoke-size", "64", "--python", sys.executable)
     assert result.code in (0, 1), result.err
-    assert shared_torch_child.asked == [(*DEFAULT_ARGS, "--smoke-size", "64")]
+    assert shared_torch_child.asked == [SMALL_SMOKE]
     smoke = json.loads(result.out)["facts"]["torch"]["smoke"]
     assert smoke["ran"] and smoke["completed"]
     cpu = smoke["devices"][0]
