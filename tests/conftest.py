@@ -16,14 +16,17 @@ from tests.real_torch import RealTorchChild, real_torch_child
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Queue the early runs the selected tests declare, in the order the tests come (tests/early.py)."""
+    """Queue the early runs the selected tests declare (tests/early.py), and run those tests last:
+    the other tests then run while the queue works, and the runs are done when they are needed."""
     if config.option.collectonly:
         return
-    for item in items:
+    waiting = [item for item in items if item.get_closest_marker("early") is not None]
+    for item in waiting:
         for marker in item.iter_markers("early"):
             for job in marker.args:
                 assert isinstance(job, Job), f"{item.nodeid}: @pytest.mark.early takes Job objects"
                 job.start()
+    items[:] = [item for item in items if item.get_closest_marker("early") is None] + waiting
 
 
 def pytest_sessionfinish() -> None:
