@@ -89,6 +89,7 @@ def _live_report_inputs(
     probes: Sequence[ProbeSpec[Any]] | None = None,
     smoke: bool = True,
     smoke_size: int | None = None,
+    offline: bool = False,
 ) -> tuple[PlatformInfo, Interpreter, tuple[ProbeResult, ...]]:
     from envdoctor.engine import run_probes
     from envdoctor.host.live import LiveHost
@@ -100,7 +101,7 @@ def _live_report_inputs(
         target = start_target(host, python)
     except TargetError as exc:
         fail(str(exc))
-    options = CheckOptions(smoke=smoke, smoke_size=smoke_size, timeout=timeout)
+    options = CheckOptions(smoke=smoke, smoke_size=smoke_size, timeout=timeout, offline=offline)
     ctx = ProbeContext(host=host, target=target, options=options)
     chosen = PROBES if probes is None else probes
     results = run_probes(ctx, chosen, while_waiting=lambda: _warm_renderer(fmt))
@@ -156,6 +157,12 @@ def check(
         help="Smoke-test matrix size (default: 1024 on GPUs, reduced to fit free memory; 256 on the "
         "CPU, which uses at most 1024).",
     ),
+    offline: bool = typer.Option(
+        False,
+        "--offline",
+        help="Ask nothing of the network: fixes then use local sources or say they were not checked "
+        "(also ENVDOCTOR_OFFLINE=1).",
+    ),
     requested: Optional[dict[str, Any]] = None,  # the options check_options adds, keyed by option name
 ) -> None:
     """Examine this machine (or a snapshot) and report what stops PyTorch from working."""
@@ -178,7 +185,13 @@ def check(
         report = judge(snap.platform, snap.interpreter, snap.probes, settings, source=from_snapshot)
     else:
         inputs = _live_report_inputs(
-            python, timeout, fmt, selected_probes(settings), smoke=not no_smoke, smoke_size=smoke_size
+            python,
+            timeout,
+            fmt,
+            selected_probes(settings),
+            smoke=not no_smoke,
+            smoke_size=smoke_size,
+            offline=offline,
         )
         report = judge(*inputs, settings)
     emit(report, fmt, verbose, output, _write)
@@ -334,6 +347,9 @@ def install(
     fmt: OutputFormat = typer.Option(
         OutputFormat.console, "--format", "-f", help="Output format.", case_sensitive=False
     ),
+    offline: bool = typer.Option(
+        False, "--offline", help="Ask nothing of the network (no check that an index answers)."
+    ),
 ) -> None:
     """Print the pinned pip/uv/conda command that installs a working torch here (or on a described machine).
 
@@ -353,13 +369,14 @@ def install(
         gpus=tuple(gpu),
         manager=manager.value if manager else None,
         mirror=mirror,
+        offline=offline,
     )
     try:
         session = run(given, LiveHost())
     except RequestError as exc:
         fail(str(exc))
     render = render_json if fmt is OutputFormat.json else render_text
-    _write(render(session.plan, session.inputs), None)
+    _write(render(session.plan, session.inputs, session.target.os), None)
     raise typer.Exit(0 if session.plan.possible else 1)
 
 

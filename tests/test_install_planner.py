@@ -8,7 +8,7 @@ import pytest
 from envdoctor.install.commands import resolve_mirror
 from envdoctor.install.plan import InstallPlan, InstallTarget, plan
 from envdoctor.knowledge.gpus import parse_gpu
-from tests.install_support import parse_command
+from tests.install_support import parse_command, text
 
 
 def _plan(*gpus: str, **fields: object) -> InstallPlan:
@@ -25,7 +25,7 @@ def _plan(*gpus: str, **fields: object) -> InstallPlan:
 
 
 def _pip(result: InstallPlan) -> str:
-    found = [c.command for c in result.commands if c.manager == "pip"]
+    found = [text(c) for c in result.commands if c.manager == "pip"]
     assert found, result
     return found[-1]
 
@@ -166,10 +166,10 @@ def test_uv_names_an_explicit_index() -> None:
     result = _plan("RTX 4070", driver_version="560.94", os="windows", manager="uv")
     kinds = [(c.manager, c.kind) for c in result.commands]
     assert kinds == [("uv", "shell"), ("uv", "pyproject.toml"), ("uv", "shell")]
-    assert result.commands[0].command.startswith(
+    assert text(result.commands[0]).startswith(
         "uv pip install torch==2.13.0 torchvision==0.28.0 --index-url"
     )
-    snippet = result.commands[1].command
+    snippet = text(result.commands[1])
     assert "[[tool.uv.index]]" in snippet and "explicit = true" in snippet
     assert 'torch = [{ index = "pytorch-cu126" }]' in snippet
 
@@ -177,7 +177,7 @@ def test_uv_names_an_explicit_index() -> None:
 def test_conda_until_2_5_1_then_pip_inside_the_env() -> None:
     old = _plan("RTX 4070", driver_version="560.94", torch="2.5.1", manager="conda")
     assert [c.manager for c in old.commands] == ["conda"]
-    assert old.commands[0].command.endswith("pytorch-cuda=12.4 -c pytorch -c nvidia")
+    assert text(old.commands[0]).endswith("pytorch-cuda=12.4 -c pytorch -c nvidia")
     new = _plan("RTX 4070", driver_version="560.94", manager="conda")
     assert [c.manager for c in new.commands] == ["pip"]
     assert any("stops at 2.5.1" in w for w in new.warnings)
@@ -238,7 +238,7 @@ def test_variant_swap_uninstalls_first() -> None:
     result = _plan(
         "RTX 4070", driver_version="560.94", os="windows", torch="2.5.1", installed_torch="2.5.1+cpu"
     )
-    assert [c.command.split()[1] for c in result.commands] == ["uninstall", "install"]
+    assert [text(c).split()[1] for c in result.commands] == ["uninstall", "install"]
     again = _plan(
         "RTX 4070", driver_version="560.94", os="windows", torch="2.5.1", installed_torch="2.5.1+cu124"
     )

@@ -57,6 +57,14 @@ class DiskInfo:
     free_bytes: int
 
 
+@dataclass(frozen=True)
+class UrlStatus:
+    """What one short request to a URL got: an HTTP status, or why nothing answered."""
+
+    status: int | None  # any HTTP status means the server answered
+    error: str | None = None  # "Name or service not known", "timed out", ...
+
+
 class Host(Protocol):
     """Everything a probe may ask of the machine."""
 
@@ -114,4 +122,8 @@ class Host(Protocol):
 
     def home(self) -> str | None:
         """The user's home folder as Python's expanduser("~") finds it; None when there is none."""
+        ...
+
+    def url_status(self, url: str, timeout: float) -> UrlStatus:
+        """One GET of `url`, its body left unread, within about `timeout` seconds; never raises."""
         ...

@@ -46,6 +46,7 @@ class Given:
     gpus: tuple[str, ...] = ()
     manager: str | None = None  # None: pip
     mirror: str | None = None
+    offline: bool = False  # ask nothing of the network (no reachability checks)
 
 
 def looks_like_python_version(text: str) -> bool:

@@ -3,13 +3,14 @@ and the list of inputs (each value with where it came from), then the plan."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from envdoctor import knowledge
 from envdoctor.host.base import Host
+from envdoctor.install import sources as planner_sources
 from envdoctor.install.commands import MirrorChoice, resolve_mirror
-from envdoctor.install.detect import Detected, detect
-from envdoctor.install.plan import InstallPlan, InstallTarget, plan
+from envdoctor.install.detect import Detected, detect, with_answers
+from envdoctor.install.plan import InstallPlan, InstallTarget, Route, plan
 from envdoctor.install.request import (
     Given,
     RequestError,
@@ -27,6 +28,7 @@ from envdoctor.install.request import (
 from envdoctor.knowledge import mirrors
 from envdoctor.knowledge.archs import sm
 from envdoctor.knowledge.gpus import GpuSpec
+from envdoctor.probes.sources import offline_wanted
 
 _DEFAULT_MACHINE = {"linux": "x86_64", "windows": "x86_64", "macos": "arm64"}
 
@@ -111,6 +113,8 @@ def build(given: Given, host: Host) -> tuple[InstallTarget, tuple[Input, ...]]:
         want_python=python_version is None and (same_machine or interpreter is not None),
         want_gpu=same_machine and not driver and not gpus and variant in (None, *_cuda_variants(variant)),
         want_index=want_index,
+        want_sources=manager if same_machine or interpreter is not None else None,
+        offline=offline_wanted(host, given.offline),
     )
     if interpreter is not None and detected.target is None:
         raise RequestError(f"--python {interpreter}: {detected.target_error}")
@@ -156,6 +160,11 @@ def build(given: Given, host: Host) -> tuple[InstallTarget, tuple[Input, ...]]:
         Input("Manager", manager, "given" if given.manager else "default"),
         mirror_input,
     ]
+    described = planner_sources.describe(detected.sources) if detected.sources is not None else ""
+    if described:
+        inputs.append(Input("Sources", described, "detected"))
+    if detected.installed_torch:
+        inputs.append(Input("Installed", f"torch {detected.installed_torch}", "detected"))
     target = InstallTarget(
         os=os_name,
         machine=machine,
@@ -169,6 +178,8 @@ def build(given: Given, host: Host) -> tuple[InstallTarget, tuple[Input, ...]]:
         manager=manager,
         mirror=mirror,
         python_launcher=launcher,
+        sources=detected.sources,
+        installed_torch=detected.installed_torch,
     )
     return target, tuple(inputs)
 
@@ -178,8 +189,18 @@ def _cuda_variants(variant: str | None) -> tuple[str, ...]:
 
 
 def run(given: Given, host: Host) -> Session:
-    """RequestError for bad options; otherwise a Session whose plan may still say nothing fits."""
+    """RequestError for bad options; otherwise a Session whose plan may still say nothing fits.
+
+    The network is asked only when it matters: a plan that local sources satisfy is final; any other
+    is made again once the indexes it may name have answered (<= 2 s, all at once)."""
     target, inputs = build(given, host)
+    first = plan(target)
+    sources = target.sources
+    if sources is None or sources.offline or first.route is Route.LOCAL:
+        return Session(target, inputs, first)
+    operator = target.mirror.wheels if target.mirror is not None and target.mirror.wheels else None
+    extra = (operator.url,) if operator is not None else ()
+    target = replace(target, sources=with_answers(host, sources, extra))
     return Session(target, inputs, plan(target))
 
 
