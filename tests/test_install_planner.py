@@ -45,14 +45,27 @@ def test_linux_525_60_13_runs_cuda12_through_minor_version_compatibility() -> No
     assert any("560.28.03" in w for w in result.warnings)  # the native minimum is named
 
 
-def test_windows_527_41_runs_cuda12_with_the_528_33_caveat() -> None:
-    result = _plan(driver_version="527.41", os="windows")
-    assert result.variant == "cu126"
-    assert any("528.33" in w and "527.41" in w for w in result.warnings)
-    below = _plan(driver_version="527.40", os="windows")
-    assert below.variant == "cu118"
-    clean = _plan(driver_version="528.33", os="windows")
-    assert clean.variant == "cu126" and not any("light-the-torch" in w for w in clean.warnings)
+def test_windows_cuda12_minor_version_compatibility_starts_at_528_33() -> None:
+    # NVIDIA's release-notes table gives >= 528.33 on Windows; 527.41 is only 12.0's own minimum.
+    assert _plan(driver_version="527.41", os="windows").variant == "cu118"
+    floor = _plan(driver_version="528.33", os="windows")
+    assert floor.variant == "cu126" and "minor-version compatibility (>= 528.33)" in floor.reason
+
+
+@pytest.mark.parametrize(
+    ("driver", "variant", "compat"),
+    [("580.97", "cu130", False), ("591.44", "cu130", False), ("595.02", "cu132", False)],
+)
+def test_windows_cuda13_natively_from_its_driver_branch(driver: str, variant: str, compat: bool) -> None:
+    # No Windows native minimum is published for 13.x: 13.1 belongs to R590, 13.2 to R595.
+    result = _plan("RTX 4090", driver_version=driver, os="windows")
+    assert result.variant == variant
+    assert ("minor-version compatibility" in result.reason) is compat
+
+
+def test_windows_cuda13_below_its_branch_runs_through_minor_version_compatibility() -> None:
+    result = _plan("RTX 4090", driver_version="580.97", os="windows", torch="2.13.0", variant="cu132")
+    assert any("only through minor-version compatibility; >= 595 runs it natively" in w for w in result.warnings)
 
 
 @pytest.mark.parametrize("os_name", ["linux", "windows"])

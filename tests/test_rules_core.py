@@ -57,15 +57,16 @@ def test_driver_boundaries_on_linux(driver: str, cuda: str, expected: list[str])
     assert found == expected
 
 
-def test_windows_minor_compat_mentions_both_published_minimums() -> None:
+def test_windows_minor_compat_floor_is_528_33() -> None:
+    # NVIDIA's release-notes table: >= 528.33 on Windows; 527.41 is 12.0's own toolkit minimum.
     probes = (
-        ProbeResult("n", ProbeStatus.OK, 0, nvml("527.41")),
+        ProbeResult("n", ProbeStatus.OK, 0, nvml("528.33")),
         ProbeResult("t", ProbeStatus.OK, 0, cuda_torch("12.4")),
     )
     ctx = RuleContext.build(WINDOWS, Interpreter("C:\\env\\python.exe", "r"), probes)
     finding = next(f for f in evaluate(ctx) if f.code == "ED102")
-    assert "528.33" in finding.detail
-    assert codes(nvml("527.40"), cuda_torch("12.4"), platform=WINDOWS)[:1] == ["ED101"]
+    assert ">= 528.33" in finding.detail
+    assert codes(nvml("527.41"), cuda_torch("12.4"), platform=WINDOWS)[:1] == ["ED101"]
 
 
 def test_driver_cuda_major_below_torch_major_is_too_old_even_without_data() -> None:

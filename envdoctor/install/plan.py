@@ -368,7 +368,7 @@ def _with_history(
     if release.assumed:
         warnings.insert(0, _newer_than_data(release, target.platform))
     installed = knowledge.parse_version((target.installed_torch or "").split("+", 1)[0])
-    if installed is not None and release.version < installed:
+    if target.torch is None and installed is not None and release.version < installed:
         why = notes[0] if notes else "the planner found no fitting build of it"
         reason += f" (a downgrade from the installed {target.installed_torch}: {why})"
     return replace(result, reason=reason, warnings=tuple(dict.fromkeys(warnings)), unverified=release.assumed)

@@ -23,21 +23,13 @@ class DriverSupport:
     variant: str  # "cu126"
     cuda: str  # "12.6"
     kind: str  # "native" | "compat" (MVC only) | "too_old" | "unknown" (not in the data)
-    native: DriverVersion | None  # the toolkit's own minimum (on Windows 13.x: the MVC minimum)
+    native: DriverVersion | None  # the toolkit's own minimum (on Windows 13.x: its driver branch)
     floor: DriverVersion | None  # the lowest driver that runs it at all
-    caveat: str | None = None  # e.g. the Windows 527.41 / 528.33 ambiguity
+    caveat: str | None = None  # a note the planner passes on with this variant
 
     @property
     def runs(self) -> bool:
         return self.kind in ("native", "compat")
-
-
-def _windows_tools_floor(cuda: str) -> DriverVersion | None:
-    major = cuda.split(".")[0]
-    for row in load_table("cuda_drivers.json")["minor_version_compatibility"]:
-        if str(row["cuda_major"]) == major:
-            return parse_driver(row.get("windows_tools"))
-    return None
 
 
 def driver_support(
@@ -57,13 +49,6 @@ def driver_support(
     have = parse_driver(driver)
     if have is None or floor is None:
         return DriverSupport(variant, cuda, "unknown", native, floor)
-    caveat = None
-    tools = _windows_tools_floor(cuda) if os_name == "windows" else None
-    if tools is not None and floor <= have < tools:
-        caveat = (
-            f"NVIDIA printed both {floor} and {tools} as the Windows minimum for CUDA "
-            f"{cuda.split('.')[0]}.x; uv and light-the-torch expect >= {tools}"
-        )
     if have < floor:
         return DriverSupport(variant, cuda, "too_old", native, floor)
     if driver_cuda is not None:
@@ -71,7 +56,7 @@ def driver_support(
     else:
         is_native = native is not None and have >= native
     kind = "native" if is_native else "compat"
-    return DriverSupport(variant, cuda, kind, native, floor, caveat)
+    return DriverSupport(variant, cuda, kind, native, floor)
 
 
 def native_cuda(driver: str | None, os_name: str) -> str | None:
