@@ -65,7 +65,9 @@ def test_windows_cuda13_natively_from_its_driver_branch(driver: str, variant: st
 
 def test_windows_cuda13_below_its_branch_runs_through_minor_version_compatibility() -> None:
     result = _plan("RTX 4090", driver_version="580.97", os="windows", torch="2.13.0", variant="cu132")
-    assert any("only through minor-version compatibility; >= 595 runs it natively" in w for w in result.warnings)
+    assert any(
+        "only through minor-version compatibility; >= 595 runs it natively" in w for w in result.warnings
+    )
 
 
 @pytest.mark.parametrize("os_name", ["linux", "windows"])
@@ -179,9 +181,7 @@ def test_uv_names_an_explicit_index() -> None:
     result = _plan("RTX 4070", driver_version="560.94", os="windows", manager="uv")
     kinds = [(c.manager, c.kind) for c in result.commands]
     assert kinds == [("uv", "shell"), ("uv", "pyproject.toml"), ("uv", "shell")]
-    assert text(result.commands[0]).startswith(
-        "uv pip install torch==2.13.0 torchvision==0.28.0 --index-url"
-    )
+    assert text(result.commands[0]).startswith("uv pip install torch==2.13.0 torchvision==0.28.0 --index-url")
     snippet = text(result.commands[1])
     assert "[[tool.uv.index]]" in snippet and "explicit = true" in snippet
     assert 'torch = [{ index = "pytorch-cu126" }]' in snippet

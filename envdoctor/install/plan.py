@@ -64,6 +64,7 @@ class InstallTarget:
     installed_torch: str | None = None  # the torch already in the environment (check's fixes)
     native_only: bool = False  # skip builds the driver runs only through minor-version compatibility
     sources: Sources | None = None  # where the manager will look; None: as the official command says
+    notes: tuple[str, ...] = ()  # what the request left unplaced (an unknown --gpu), said first
 
     @property
     def platform(self) -> str:
@@ -159,6 +160,8 @@ def _choose_cuda(release: Release, target: InstallTarget) -> _Choice | str:
     variants = sorted((v for v in builds.variants if v.startswith("cu")), key=_cuda_key, reverse=True)
     if not variants:
         return f"torch {release.torch} has no CUDA build for {target.platform}"
+    if target.driver_version is None:
+        return _choose_without_driver(release, target, variants)
     judged: list[tuple[str, DriverSupport, list[str]]] = []
     for variant in variants:
         support = driver_support(variant, target.driver_version, target.os, target.driver_cuda)
@@ -191,6 +194,27 @@ def _choose_cuda(release: Release, target: InstallTarget) -> _Choice | str:
             why += f" -> {variant}" + _gpu_words(release, variant, target, skipped)
             return _Choice(variant, why, tuple(warnings))
     return _no_cuda_fit(release, target, judged)
+
+
+def _choose_without_driver(release: Release, target: InstallTarget, variants: list[str]) -> _Choice | str:
+    """CUDA asked for an NVIDIA GPU whose driver is unknown: the build PyPI carries for the platform
+    (PyTorch's default there) when it serves the GPUs, else the newest that does, and the driver it
+    needs, said plainly."""
+    builds = release.builds(target.platform)
+    default = builds.pypi if builds is not None and builds.pypi in variants else None
+    for variant in ([default] if default else []) + [v for v in variants if v != default]:
+        if _gpu_coverage(release, variant, target):
+            continue
+        need = driver_support(variant, None, target.os)
+        natively = f" (>= {need.native} natively)" if need.native and need.native != need.floor else ""
+        warning = (
+            f"NVIDIA driver unknown (none given, none found): {variant} needs a driver >= {need.floor}"
+            f"{natively}; pass --driver to plan for the one you have"
+        )
+        why = f"NVIDIA driver unknown -> {variant}" + _gpu_words(release, variant, target, ())
+        return _Choice(variant, why, (warning,))
+    gpus = ", ".join(target.gpu_label(i) for i in range(len(target.gpu_capabilities)))
+    return f"torch {release.torch}: no CUDA build includes {gpus}"
 
 
 def _no_cuda_fit(
@@ -357,6 +381,7 @@ def _with_history(
     newer than the data, and a downgrade from what is installed, with why."""
     warnings = list(result.warnings)
     reason = result.reason
+    warnings[:0] = [n for n in target.notes if n not in warnings]
     if rejected:
         newest, constraint = rejected[0]
         warnings.insert(
@@ -400,7 +425,9 @@ def _impossible(
     suggestions = _suggestions(target)
     for _, constraint in rejected[:1]:
         suggestions.append(f"lift pip's constraint {constraint.text}: {constraint.lift}")
-    return InstallPlan(None, None, None, None, reason, suggestions=tuple(dict.fromkeys(suggestions)))
+    return InstallPlan(
+        None, None, None, None, reason, warnings=target.notes, suggestions=tuple(dict.fromkeys(suggestions))
+    )
 
 
 def _suggestions(target: InstallTarget) -> list[str]:

@@ -95,7 +95,19 @@ def _remote_pins(release: Release, variant: str, index: IndexChoice, sources: So
     if index.url and sources is not None and sources.others and not index.flat:
         versions = _versions(release)
         pins = [f"{name}=={versions[name]}+{variant}" for name in (p.split("==")[0] for p in pins)]
+    elif index.url is None and sources is not None:
+        # A plain pin also accepts a labelled build of that version (2.13.0+cpu from a find-links
+        # folder wins over PyPI's 2.13.0): where one is listed, === takes only the plain wheel.
+        pins = [_exact_if_rivalled(p, sources) for p in pins]
     return pins
+
+
+def _exact_if_rivalled(requirement: str, sources: Sources) -> str:
+    name, _, version = requirement.partition("==")
+    if "+" in version:
+        return requirement
+    rivals = [w for w in sources.wheels if w.project == name and w.label and w.version.public == version]
+    return f"{name}==={version}" if rivals else requirement
 
 
 def route(
@@ -289,7 +301,12 @@ def _default_index_instead(release: Release, target: InstallTarget) -> tuple[str
     (PyPI's Linux wheel is a CUDA build), say so: it runs on the CPU too, at a larger download."""
     sources = target.sources
     builds = release.builds(target.platform)
-    if sources is None or builds is None or sources.reach(None).reach is not Reach.REACHABLE:
+    if (
+        sources is None
+        or builds is None
+        or not builds.pypi
+        or sources.reach(None).reach is not Reach.REACHABLE
+    ):
         return ()
     if target.python is not None and target.python not in release.python_for(target.platform):
         return ()

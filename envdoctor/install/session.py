@@ -13,6 +13,7 @@ from envdoctor.install.detect import Detected, detect, with_answers
 from envdoctor.install.plan import InstallPlan, InstallTarget, Route, plan
 from envdoctor.install.request import (
     Given,
+    GpuNote,
     RequestError,
     check_combination,
     check_mirror,
@@ -91,12 +92,15 @@ def build(given: Given, host: Host) -> tuple[InstallTarget, tuple[Input, ...]]:
         else:
             interpreter = given.python
     driver = parse_driver_option(given.driver) if given.driver else None
-    gpus: tuple[GpuSpec, ...] = tuple(parse_gpu_option(g) for g in given.gpus)
+    read = [parse_gpu_option(g) for g in given.gpus]
+    gpus: tuple[GpuSpec, ...] = tuple(g for g in read if isinstance(g, GpuSpec))
+    gpu_notes = tuple(g for g in read if isinstance(g, GpuNote))
+    nvidia_given = bool(gpus) or any(n.nvidia for n in gpu_notes)
     mirror_given = check_mirror(given.mirror) if given.mirror else None
 
     local = host.platform()
     os_name = os_given or local.os
-    if os_name == "macos" and (driver or gpus):
+    if os_name == "macos" and (driver or nvidia_given):
         raise RequestError("--driver/--gpu: macOS has no NVIDIA CUDA driver; leave them out with --os macos")
     machine, machine_origin = _machine(arch_given, os_name, local.os, local.machine)
     platform = knowledge.platform_key(os_name, machine)
@@ -111,7 +115,7 @@ def build(given: Given, host: Host) -> tuple[InstallTarget, tuple[Input, ...]]:
         host,
         interpreter=interpreter,
         want_python=python_version is None and (same_machine or interpreter is not None),
-        want_gpu=same_machine and not driver and not gpus and variant in (None, *_cuda_variants(variant)),
+        want_gpu=same_machine and not driver and variant in (None, *_cuda_variants(variant)),
         want_index=want_index,
         want_sources=manager if same_machine or interpreter is not None else None,
         offline=offline_wanted(host, given.offline),
@@ -136,22 +140,30 @@ def build(given: Given, host: Host) -> tuple[InstallTarget, tuple[Input, ...]]:
     names: tuple[str, ...] = tuple(g.label for g in gpus)
     capabilities = tuple(g.capability for g in gpus)
     nvml = detected.nvml
-    if driver is not None or gpus:
-        inputs.append(Input("NVIDIA driver", driver or "none", "given" if driver else "default"))
+    want_cuda: bool | None = None
+    if driver is not None:
+        inputs.append(Input("NVIDIA driver", driver, "given"))
     elif nvml is not None and nvml.working:
         driver, driver_cuda = nvml.driver_version, nvml.driver_cuda
-        found = [g for g in nvml.gpus if g.capability]
-        names = tuple(g.name or f"GPU{g.index}" for g in found)
-        capabilities = tuple(g.capability for g in found if g.capability)
+        if not given.gpus:  # GPUs given for this machine win over the detected ones
+            found = [g for g in nvml.gpus if g.capability]
+            names = tuple(g.name or f"GPU{g.index}" for g in found)
+            capabilities = tuple(g.capability for g in found if g.capability)
         cuda = f" (CUDA {driver_cuda})" if driver_cuda else ""
         inputs.append(Input("NVIDIA driver", f"{driver}{cuda}", "detected"))
+    elif nvidia_given:
+        # An NVIDIA GPU without a driver version: plan its CUDA build and say which driver it needs.
+        want_cuda = True
+        found_here = "none found here" if same_machine else "not detected for another machine"
+        inputs.append(Input("NVIDIA driver", "unknown", f"not given; {found_here}"))
     elif nvml is not None:
         inputs.append(Input("NVIDIA driver", "none working", f"detected ({nvml.status})"))
     else:
         inputs.append(Input("NVIDIA driver", "none", "detected" if same_machine else "default"))
-    if capabilities:
-        shown = ", ".join(f"{n} ({sm(c)})" if n != sm(c) else n for n, c in zip(names, capabilities))
-        inputs.append(Input("GPUs", shown, "given" if gpus else "detected"))
+    if capabilities or gpu_notes:
+        shown = [f"{n} ({sm(c)})" if n != sm(c) else n for n, c in zip(names, capabilities)]
+        shown += [f"{n.label} ({'architecture unknown' if n.nvidia else 'left out'})" for n in gpu_notes]
+        inputs.append(Input("GPUs", ", ".join(shown), "given" if given.gpus else "detected"))
 
     mirror, mirror_input = _mirror(mirror_given, detected, want_index)
     inputs += [
@@ -180,6 +192,8 @@ def build(given: Given, host: Host) -> tuple[InstallTarget, tuple[Input, ...]]:
         python_launcher=launcher,
         sources=detected.sources,
         installed_torch=detected.installed_torch,
+        want_cuda=want_cuda,
+        notes=tuple(n.note for n in gpu_notes),
     )
     return target, tuple(inputs)
 

@@ -7,7 +7,7 @@ answer None and callers say "not in envdoctor's data yet (data as of ...)".
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -182,8 +182,9 @@ def assumed_release(version: str) -> Release | None:
         cuda=newest.cuda,
         rocm=newest.rocm,
         python=newest.python,
-        pypi_linux_x86_64_default=newest.pypi_linux_x86_64_default,
-        platforms=newest.platforms,
+        pypi_linux_x86_64_default="",
+        # Which build PyPI carries for a new release is not known: commands name the variant's index.
+        platforms=tuple((name, replace(builds, pypi="")) for name, builds in newest.platforms),
         assumed=True,
     )
 

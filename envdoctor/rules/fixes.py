@@ -67,6 +67,8 @@ def planned_fix(ctx: RuleContext, summary: str, **wanted: object) -> Fix | None:
     if not plan.possible:
         return None
     told = f". {plan.source}" if plan.source is not None and plan.route is not install.Route.INDEX else ""
+    if plan.unverified:  # a release newer than the data: the sentence that says so comes first
+        told += f". {plan.warnings[0]}"
     return Fix(
         summary=f"{summary}: {plan.reason}{told}",
         commands=plan_commands(ctx, plan),
