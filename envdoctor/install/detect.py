@@ -6,6 +6,7 @@ readings) and the torch already installed. Everything goes through the Host; not
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass, replace
 
 from envdoctor.host.base import Host
@@ -125,13 +126,23 @@ def detect(
     plat = host.platform()
     wants_target = want_python or want_gpu or want_index or want_sources is not None
     target, error = detect_python(host, interpreter) if wants_target else (None, None)
+    info = target.info if target else None
+    # The sources are file reads: they go on while the NVML child runs.
+    found: list[planner_sources.Sources] = []
+    reader = None
+    if want_sources is not None:
+        manager = want_sources
+        reader = threading.Thread(
+            target=lambda: found.append(detect_sources(host, info, manager, offline)), daemon=True
+        )
+        reader.start()
     nvml = nvml_error = None
     if want_gpu and target is not None:
         nvml, nvml_error = detect_nvml(host, target)
-    info = target.info if target else None
     index = configured_pip_index(host, info) if want_index else None
-    found = detect_sources(host, info, want_sources, offline) if want_sources is not None else None
     installed = installed_torch(host, plat.os, info) if info is not None and want_sources else None
+    if reader is not None:
+        reader.join()
     return Detected(
         os=plat.os,
         machine=plat.machine,
@@ -140,6 +151,6 @@ def detect(
         nvml=nvml,
         nvml_error=nvml_error,
         pip_index=index,
-        sources=found,
+        sources=found[0] if found else None,
         installed_torch=installed,
     )
