@@ -88,7 +88,7 @@ def test_uv_sources_routes_are_read_from_the_project() -> None:
     machine.file(
         "/home/user/project/pyproject.toml",
         '[tool.uv]\n[[tool.uv.index]]\nname = "pytorch-cu130"\nurl = "https://download.pytorch.org/whl/cu130"\n'
-        'explicit = true\n[tool.uv.sources]\n'
+        "explicit = true\n[tool.uv.sources]\n"
         'torch = [{ index = "pytorch-cu130", marker = "sys_platform == \'linux\'" }]\n'
         'numpy = { git = "https://example.invalid/numpy" }\n',
     )
