@@ -116,3 +116,14 @@ def test_check_says_an_installed_release_is_newer_than_the_data() -> None:
     ) in line
     summary, _, _ = _gpu_machine_fix("2.15.0+cpu")
     assert "torch 2.15.0 is newer than envdoctor's data" in summary and "Unverified" in summary
+
+
+def test_an_assumed_release_takes_the_newest_known_arch_list_marked_inferred() -> None:
+    from envdoctor.knowledge.archs import arch_list
+
+    assumed = knowledge.assumed_release("2.15.0")
+    assert assumed is not None
+    carried = arch_list(assumed, "cu130", "linux-x86_64")
+    newest = arch_list(knowledge.newest_release(), "cu130", "linux-x86_64")
+    assert carried is not None and newest is not None
+    assert carried.cubins == newest.cubins and carried.inferred

@@ -207,3 +207,12 @@ def test_uv_project_that_already_routes_torch_gets_no_snippet(same: bool) -> Non
     assert ("pyproject.toml" in kinds) is not same
     if not same:
         assert any("routes torch to the index 'pytorch'" in w for w in result.warnings)
+
+
+def test_old_aarch64_cpu_wheels_get_no_label_pin() -> None:
+    extra = (Source("file:///opt/x/simple", SourceKind.EXTRA_INDEX, "/etc/pip.conf", True),)
+    config = Sources(extra=extra)
+    old = plan(_target(sources=config, machine="aarch64", torch="2.5.1"))
+    assert "torch==2.5.1 " in text(old.commands[-1]) + " "
+    new = plan(_target(sources=config, machine="aarch64", torch="2.13.0"))
+    assert "torch==2.13.0+cpu" in text(new.commands[-1])

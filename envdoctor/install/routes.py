@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit
 
+from packaging.version import Version
+
 from envdoctor import knowledge
 from envdoctor.install.commands import Command, IndexChoice, pip_command, pip_pins, uv_commands
 from envdoctor.install.sources import (
@@ -85,14 +87,17 @@ def _commands(
     return (pip_command(target.python_launcher, pins, index),)
 
 
-def _remote_pins(release: Release, variant: str, index: IndexChoice, sources: Sources | None) -> list[str]:
+def _remote_pins(
+    release: Release, variant: str, index: IndexChoice, sources: Sources | None, platform: str
+) -> list[str]:
     """The official pins; with the variant's label on every package when the manager reads other
     sources beside the named index, and companions left for pip to pair on an assumed release."""
     if release.assumed:
         label = f"+{variant}" if index.url and sources is not None and sources.others else ""
         return [f"torch=={release.torch}{label}", *[p for p in _packages(release) if p != "torch"]]
     pins = pip_pins(release, variant, index)
-    if index.url and sources is not None and sources.others and not index.flat:
+    labelled = _labels_published(release, variant, platform)
+    if index.url and sources is not None and sources.others and not index.flat and labelled:
         versions = _versions(release)
         pins = [f"{name}=={versions[name]}+{variant}" for name in (p.split("==")[0] for p in pins)]
     elif index.url is None and sources is not None:
@@ -100,6 +105,16 @@ def _remote_pins(release: Release, variant: str, index: IndexChoice, sources: So
         # folder wins over PyPI's 2.13.0): where one is listed, === takes only the plain wheel.
         pins = [_exact_if_rivalled(p, sources) for p in pins]
     return pins
+
+
+def _labels_published(release: Release, variant: str, platform: str) -> bool:
+    """Whether PyTorch's index names every package of this build with the variant's local label, as
+    seen from 2.0 on (torch-2.5.1+cu124, torchvision-0.20.1+cu124, torch-2.13.0+cpu). Linux aarch64
+    CPU wheels were plain before (torch-2.6.0+cpu-...-manylinux_2_28_aarch64 is the first labelled
+    one seen), so they get no label pin there."""
+    if platform == "linux-aarch64" and variant == "cpu" and release.version < Version("2.6"):
+        return False
+    return release.version.major >= 2
 
 
 def _exact_if_rivalled(requirement: str, sources: Sources) -> str:
@@ -120,7 +135,7 @@ def route(
 ) -> Routed:
     sources = target.sources
     if sources is None or sources.manager != manager:
-        pins = _remote_pins(release, variant, index, None)
+        pins = _remote_pins(release, variant, index, None, target.platform)
         return Routed(_commands(manager, target, pins, index, variant))
     local = _local(release, variant, target, sources)
     complete = all(name in local for name in _packages(release) if _versions(release).get(name))
@@ -129,11 +144,12 @@ def route(
         return _local_route(release, variant, index, target, manager, local, usable)
     if usable:
         return _index_route(release, variant, index, target, manager, sources, warnings)
-    for other in _alternatives(release, variant, index, target, sources):
-        answer = sources.reach(index.url)
-        warnings.append(f"{_host(index.url or sources.default_index)} did not answer ({answer.detail})")
-        return _index_route(release, variant, other, target, manager, sources, warnings, fallback=True)
-    return _offline_route(release, variant, index, target, sources)
+    others = _alternatives(release, variant, index, target, sources)
+    if not others:
+        return _offline_route(release, variant, index, target, sources)
+    silent = sources.reach(index.url)
+    warnings.append(f"{_host(silent.url)} did not answer ({silent.detail})")
+    return _index_route(release, variant, others[0], target, manager, sources, warnings, fallback=True)
 
 
 def _local(release: Release, variant: str, target: InstallTarget, sources: Sources) -> dict[str, LocalWheel]:
@@ -211,7 +227,7 @@ def _index_route(
     warnings: list[str],
     fallback: bool = False,
 ) -> Routed:
-    pins = _remote_pins(release, variant, index, sources)
+    pins = _remote_pins(release, variant, index, sources, target.platform)
     snippet = True
     if manager == "uv":
         snippet, note = _uv_routed(variant, index, sources)
