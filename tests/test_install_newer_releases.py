@@ -127,3 +127,36 @@ def test_an_assumed_release_takes_the_newest_known_arch_list_marked_inferred() -
     newest = arch_list(knowledge.newest_release(), "cu130", "linux-x86_64")
     assert carried is not None and newest is not None
     assert carried.cubins == newest.cubins and carried.inferred
+
+
+def test_an_installed_release_newer_than_the_data_is_judged_from_its_own_facts() -> None:
+    nvml = NvmlFacts(
+        status="ok",
+        driver_version="535.104.05",
+        cuda_driver_version=12020,
+        gpus=(Gpu(0, "A10", (8, 6), 24 * 2**30),),
+    )
+    torch = TorchFacts(
+        installed=True,
+        dist_version="2.15.0+cu130",
+        version="2.15.0+cu130",
+        cuda="13.0",
+        arch_list=("sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"),
+        cuda_available=False,
+    )
+    probes = tuple(
+        ProbeResult(n, ProbeStatus.OK, 0, f)
+        for n, f in (("python", PYTHON), ("nvml", nvml), ("torch", torch))
+    )
+    ctx = RuleContext.build(
+        PlatformInfo("Linux", "6.8", "1", "x86_64"), Interpreter("/env/bin/python", "r"), probes
+    )
+    findings = {f.code: f for f in evaluate(ctx)}
+    # its own CUDA 13.0 against the driver: too old, whatever the data knows of 2.15.0
+    assert "ED101" in findings and "ED301" not in findings
+    commands = [c for fix in findings["ED101"].fixes for c in fix.commands]
+    # the fix keeps 2.15.0 (a build this driver runs), unverified, instead of a silent downgrade
+    assert any(
+        c.endswith("install torch==2.15.0 torchvision --index-url https://download.pytorch.org/whl/cu126")
+        for c in commands
+    )
