@@ -6,7 +6,7 @@ import io
 import json
 from pathlib import Path
 
-from envdoctor.engine import judge
+from envdoctor.engine import judge, registry_names
 from envdoctor.model import Report
 from envdoctor.render.console import make_console, render_console
 from envdoctor.render.json_report import report_to_data
@@ -36,7 +36,7 @@ def fixture_settings(name: str) -> Settings:
     config = FIXTURES / f"{name}.envdoctor.toml"
     if not config.exists():
         return Settings()
-    return resolve({}, cwd=str(FIXTURES), config=str(config))
+    return resolve({}, cwd=str(FIXTURES), names=registry_names(), config=str(config))
 
 
 def fixture_check_args(name: str) -> list[str]:

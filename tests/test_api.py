@@ -12,6 +12,7 @@ import pytest
 
 import envdoctor
 from envdoctor.api import check
+from envdoctor.engine import registry_names
 from envdoctor.host.base import ChildOutcome
 from envdoctor.host.fake import FakeHost
 from envdoctor.settings import from_keywords
@@ -81,7 +82,8 @@ def test_importing_envdoctor_loads_nothing_heavy() -> None:
 def test_met_expectations_return_the_report() -> None:
     host = gpu_host()
     settings = from_keywords(
-        {"gpu": True, "min_gpus": 2, "cuda": ">=12.1", "capability": ">=8.0", "min_gpu_memory": "24GiB"}
+        {"gpu": True, "min_gpus": 2, "cuda": ">=12.1", "capability": ">=8.0", "min_gpu_memory": "24GiB"},
+        registry_names(),
     )
     report = check(settings, host=host)
     assert report.exit_code == 0

@@ -73,7 +73,7 @@ BAD_INPUTS = [
     (("check", "--from", "{notjson.json}"), "not JSON"),
     (("check", "--from", "{list.json}"), "not an envdoctor snapshot"),
     (("check", "--from", "{other.json}"), "not an envdoctor snapshot"),
-    (("check", "--from", "{badfacts.json}"), "$.probes[0].facts.status: expected str"),
+    (("check", "--from", "{badfacts.json}"), "$.probes[0].facts.status: 5 is not one of ok"),
     (("check", "--from", "{badstatus.json}"), "'sleeping' is not one of"),
     (("check", "--from", "{binary.json}"), "binary.json"),
     (("check", "--from", "{adir}"), "is a folder"),

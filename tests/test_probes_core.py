@@ -195,7 +195,7 @@ def test_torch_variant_without_label_comes_from_torch_version() -> None:
         (ChildOutcome((), None, signal=11, stderr_tail="Segmentation fault"), "crashed (signal 11)"),
         (ChildOutcome(({"record": "stage", "stage": "import"},), None, timed_out=True), "hung during import"),
         (ChildOutcome((), 3), "exited with code 3"),
-        (ChildOutcome((), None, start_error="not found"), "could not start (not found)"),
+        (ChildOutcome((), None, start_error="not found"), "could not start: not found"),
     ],
 )
 def test_torch_child_endings_become_facts(outcome: ChildOutcome, words: str) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Union
 
-from envdoctor.host.base import ChildOutcome, CommandResult, DiskInfo, MemoryInfo, UrlStatus
+from envdoctor.host.base import ChildOutcome, CommandResult, DiskInfo, MemoryInfo, UrlStatus, file_too_large
 from envdoctor.model import PlatformInfo
 
 _MAX_LINKS = 40
@@ -76,14 +76,17 @@ class FakeHost:
     def is_dir(self, path: str) -> bool:
         return path in self.dirs
 
-    def read_text(self, path: str) -> str:
+    def read_text(self, path: str, max_bytes: int | None = None) -> str:
         if path in self.unreadable:
             raise PermissionError(13, "Permission denied", path)
         if path in self.dirs:
             raise IsADirectoryError(21, "Is a directory", path)
         if path not in self.files:
             raise FileNotFoundError(2, "No such file or directory", path)
-        return self.files[path]
+        text = self.files[path]
+        if max_bytes is not None and len(text.encode("utf-8", errors="replace")) > max_bytes:
+            raise file_too_large(path, max_bytes)
+        return text
 
     def list_dir(self, path: str) -> tuple[str, ...]:
         if path not in self.dirs:

@@ -36,6 +36,7 @@ from envdoctor.install.sources import (
     wheel_filename,
 )
 from envdoctor.knowledge import Release, mirrors
+from envdoctor.knowledge.mirrors import IndexStatus
 from envdoctor.shell import join
 
 if TYPE_CHECKING:
@@ -271,7 +272,7 @@ def _alternatives(
     if knowledge.pypi_plain(release, target.platform, variant) and index.url is not None:
         found.append(IndexChoice(None, ""))
     operator = target.mirror.wheels if target.mirror is not None else None
-    if operator is not None and operator.name != "official-pytorch" and operator.status == "ok":
+    if operator is not None and operator.name != "official-pytorch" and operator.status == IndexStatus.OK:
         url = mirrors.pytorch_wheel_url(operator, variant)
         if url != index.url:
             found.append(IndexChoice(url, "-f" if operator.flat else form.index_option, operator.flat))

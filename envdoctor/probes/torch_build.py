@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envdoctor.host.base import ChildOutcome
+from envdoctor.host.ending import ChildEnding
 from envdoctor.probes import torch_smoke as smoke_facts
 from envdoctor.probes.base import CheckOptions, ProbeContext, ProbeSpec
 from envdoctor.probes.torch_smoke import SmokeFacts
@@ -58,6 +59,16 @@ class ChildEnd:
     start_error: str | None = None
     last_stage: str | None = None
     stderr_tail: str = ""
+
+    @property
+    def ending(self) -> ChildEnding:
+        return ChildEnding.of(
+            exit_code=self.exit_code,
+            signal=self.exit_signal,
+            timed_out=self.timed_out,
+            start_error=self.start_error,
+            stderr_tail=self.stderr_tail,
+        )
 
 
 @dataclass(frozen=True)
@@ -223,17 +234,7 @@ def collect(ctx: ProbeContext) -> TorchFacts:
 
 def describe(facts: TorchFacts) -> str:
     if facts.crash is not None:
-        end = facts.crash
-        if end.timed_out:
-            how = "hung"
-        elif end.exit_signal:
-            how = f"crashed (signal {end.exit_signal})"
-        elif end.start_error:
-            how = f"could not start ({end.start_error})"
-        else:
-            how = f"exited with code {end.exit_code}"
-        where = f" during {end.last_stage}" if end.last_stage else ""
-        return f"the torch check {how}{where}"
+        return f"the torch check {facts.crash.ending.describe(facts.crash.last_stage)}"
     if not facts.installed:
         return "torch is not installed"
     if facts.import_error is not None:

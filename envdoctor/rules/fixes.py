@@ -62,8 +62,11 @@ def install_sources(ctx: RuleContext) -> sources.Sources | None:
 
 def planned_fix(ctx: RuleContext, summary: str, **wanted: object) -> Fix | None:
     """A fix carrying the planner's command, or None when the planner finds no fitting build."""
-    target = install_target(ctx, **wanted)  # type: ignore[arg-type]
-    plan = install.plan(target)
+    return plan_fix(ctx, install.plan(install_target(ctx, **wanted)), summary)  # type: ignore[arg-type]
+
+
+def plan_fix(ctx: RuleContext, plan: install.InstallPlan, summary: str) -> Fix | None:
+    """The fix that carries `plan`'s commands; None when the plan found no fitting build."""
     if not plan.possible:
         return None
     told = f". {plan.source}" if plan.source is not None and plan.route is not install.Route.INDEX else ""

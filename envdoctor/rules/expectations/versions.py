@@ -11,8 +11,8 @@ from packaging.version import Version
 
 from envdoctor import knowledge
 from envdoctor.install import plan as install
-from envdoctor.knowledge.archs import arch_list, coverage
-from envdoctor.knowledge.drivers import driver_support
+from envdoctor.knowledge.archs import CoverageKind, arch_list, coverage
+from envdoctor.knowledge.drivers import DriverKind, driver_support
 from envdoctor.model import Fix, Severity
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
@@ -42,11 +42,13 @@ def _cuda_build(
     if not support.runs:
         return None
     arch = arch_list(release, variant, target.platform)
-    if arch is not None and any(coverage(arch, gpu).kind == "none" for gpu in target.gpu_capabilities):
+    if arch is not None and any(
+        coverage(arch, gpu).kind == CoverageKind.NONE for gpu in target.gpu_capabilities
+    ):
         return None
     how = (
         "natively"
-        if support.kind == "native"
+        if support.kind == DriverKind.NATIVE
         else f"through minor-version compatibility (>= {support.floor})"
     )
     return plan, f"driver {target.driver_version} runs {variant} {how} -> torch {plan.torch} ({variant})"

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from envdoctor.knowledge import mirrors
-from envdoctor.knowledge.mirrors import KnownIndex
+from envdoctor.knowledge.mirrors import IndexStatus, KnownIndex
 from envdoctor.model import Fix, Severity
 from envdoctor.probes.mirrors import MirrorFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
@@ -55,7 +55,11 @@ def configured_urls(facts: MirrorFacts) -> Iterator[_Configured]:
 
 def _replacement(index: KnownIndex) -> KnownIndex | None:
     for candidate in mirrors.known_indexes():
-        if candidate.name == index.name and candidate.kind == index.kind and candidate.status == "ok":
+        if (
+            candidate.name == index.name
+            and candidate.kind == index.kind
+            and candidate.status == IndexStatus.OK
+        ):
             return candidate
     return None
 
@@ -149,7 +153,7 @@ def stale_or_dropped_mirror(ctx: RuleContext) -> Iterator[Hit]:
             continue
         where = origin_line(item.origin, item.line, facts.home)
         missing = _missing_channels(item, known)
-        if known.status in ("stale", "dropped"):
+        if known.status in (IndexStatus.STALE, IndexStatus.DROPPED):
             yield _stale_hit(ctx, item, known, where)
         elif missing:
             yield _missing_channel_hit(item, known, missing, where)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 from envdoctor.install import plan as install
 from envdoctor.install.commands import Command, command_text, resolve_mirror
-from envdoctor.knowledge.mirrors import KnownIndex
+from envdoctor.knowledge.mirrors import IndexStatus, KnownIndex
 from envdoctor.model import Fix, Severity
 from envdoctor.probes.mirrors import MirrorFacts
 from envdoctor.probes.nvml import NvmlFacts
@@ -44,7 +44,7 @@ def _plan_fixes(ctx: RuleContext, summary: str, mirror_url: str) -> list[Fix]:
     fixes = [Fix(summary=f"{summary}: {plan.reason}", commands=commands, link=GET_STARTED)]
     choice = resolve_mirror(mirror_url, "detected")
     wheels = choice.wheels
-    if wheels is not None and wheels.name != "official-pytorch" and wheels.status == "ok":
+    if wheels is not None and wheels.name != "official-pytorch" and wheels.status == IndexStatus.OK:
         mirrored = install.plan(replace(target, mirror=choice))
         nearer = plan_commands(ctx, mirrored)
         if mirrored.possible and nearer != commands:

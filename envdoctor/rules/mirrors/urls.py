@@ -7,7 +7,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit, urlunsplit
 
 from envdoctor.knowledge import mirrors
-from envdoctor.knowledge.mirrors import KnownIndex
+from envdoctor.knowledge.mirrors import IndexKind, KnownIndex
 from envdoctor.redact import has_secret, redact_text
 
 
@@ -22,13 +22,13 @@ def _key(url: str) -> str:
 
 def pypi_mirror(url: str) -> KnownIndex | None:
     found = mirrors.recognise(url)
-    return found if found is not None and found.kind == "pypi" else None
+    return found if found is not None and found.kind == IndexKind.PYPI else None
 
 
 def torch_index(url: str) -> KnownIndex | None:
     """PyTorch's wheel index or a known mirror of it."""
     found = mirrors.recognise(url)
-    return found if found is not None and found.kind == "pytorch-wheels" else None
+    return found if found is not None and found.kind == IndexKind.PYTORCH_WHEELS else None
 
 
 def variant_of(url: str, index: KnownIndex) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from envdoctor import knowledge
+from envdoctor.knowledge.drivers import DriverKind
 from envdoctor.model import Fix, Severity
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.torch_build import TorchFacts
@@ -86,7 +87,7 @@ def cuda_build_but_cuda_unavailable(ctx: RuleContext) -> Iterator[Hit]:
     if nvml is None or not nvml.working or not nvml.gpus:
         return  # no GPU (ED104) or a broken driver (ED103) explains it already
     verdict = driver_verdict(ctx)
-    if verdict is not None and verdict.kind == "too_old":
+    if verdict is not None and verdict.kind == DriverKind.TOO_OLD:
         return  # ED101 explains it
     said = "; ".join(w.splitlines()[0] for w in torch.warnings) or "no warning was printed"
     evidence = ["torch.cuda_available = false", "nvml.gpus", *(w[:200] for w in torch.warnings)]
@@ -168,10 +169,3 @@ def torch_companions_mismatch(ctx: RuleContext) -> Iterator[Hit]:
             evidence=(f"torch {torch_version}", f"{name} {installed}"),
             fixes=(planned,) if planned else (),
         )
-
-
-RULES = (
-    cpu_only_torch_on_gpu_machine,
-    torch_companions_mismatch,
-    cuda_build_but_cuda_unavailable,
-)

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from envdoctor.knowledge import windows as knowledge
 from envdoctor.model import Fix, Severity
 from envdoctor.probes.torch_build import TorchFacts
-from envdoctor.probes.windows import PATH, SYSTEM32, DllFile, WindowsFacts
+from envdoctor.probes.windows import PATH, SYSTEM32, DllFile, DllStatus, WindowsFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.fixes import planned_fix
 from envdoctor.rules.windows.dlls import (
@@ -64,7 +64,7 @@ def torch_dll_load_fails(ctx: RuleContext) -> Iterator[Hit]:
     facts = ctx.need(WindowsFacts)
     load = facts.dll_load
     first = load.first_failure
-    if load.status == "failed" and first is not None:
+    if load.status == DllStatus.FAILED and first is not None:
         title = f"torch's {first.dll} does not load: [WinError {first.winerror}] {first.message}"
         meaning = knowledge.winerror_meaning(first.winerror or 0) or "an unexpected loader error"
         detail = (
@@ -73,8 +73,9 @@ def torch_dll_load_fails(ctx: RuleContext) -> Iterator[Hit]:
             f"{first.winerror}: {meaning}."
         )
         evidence = tuple(f"{f.dll}: WinError {f.winerror}" for f in load.failures[:5])
-    elif load.status in ("crashed", "timeout") and load.last_dll:
-        title = f"loading torch's {load.last_dll} {'hung' if load.status == 'timeout' else 'crashed Python'}"
+    elif load.status in (DllStatus.CRASHED, DllStatus.TIMEOUT) and load.last_dll:
+        how = "hung" if load.status == DllStatus.TIMEOUT else "crashed Python"
+        title = f"loading torch's {load.last_dll} {how}"
         detail = f"{load.error}. The DLL being loaded was {load.last_dll}."
         evidence = (f"dll check: {load.status} at {load.last_dll}",)
     else:
