@@ -16,6 +16,7 @@ import typer
 from envdoctor import __version__
 from envdoctor.cli_check import BugReportFormat, ReportFormat, check_options, emit, settings_for
 from envdoctor.cli_help import COMMAND_HELP, ROOT_HELP, VERSION_HELP
+from envdoctor.cli_update import register as register_update
 
 if TYPE_CHECKING:
     from envdoctor.model import Interpreter, PlatformInfo, ProbeResult
@@ -326,6 +327,9 @@ def install(
         fail(str(exc))
     _write(text, None)
     raise typer.Exit(code)
+
+
+register_update(app, fail)
 
 
 def main() -> None:
