@@ -139,8 +139,9 @@ def check(
     python: Optional[str] = typer.Option(
         None,
         "--python",
-        help="The interpreter to examine (default: $VIRTUAL_ENV, $CONDA_PREFIX, "
-        "else the one envdoctor runs in).",
+        help="The interpreter to examine: a path, an environment folder (.venv) or a command on PATH "
+        "(python3.12); default: $VIRTUAL_ENV, $CONDA_PREFIX, else the one envdoctor runs in, or, where "
+        "that has no torch (pipx, uv tool), ./.venv, ./venv, the conda base or python3 on PATH.",
     ),
     from_snapshot: Optional[str] = typer.Option(
         None, "--from", help="Diagnose a snapshot written by `envdoctor snapshot` instead."
