@@ -86,9 +86,11 @@ def test_update_writes_the_new_releases_with_what_each_index_said(
             "machine": "x86_64",
             "arch_list": arch[0]["arch_list"],
             "from": "torch 2.13 cu132",
+            "source": arch[0]["source"],
             "assumed": True,
         }
     ]
+    assert arch[0]["source"] and all(isinstance(r, str) for r in arch[0]["source"])
     assert data["drivers"] == [
         {"cuda": "13.3", "linux": "595.45.04", "windows": None, "from": "CUDA 13.2", "assumed": True}
     ]

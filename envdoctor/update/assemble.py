@@ -14,6 +14,7 @@ from typing import Any
 from packaging.version import Version
 
 from envdoctor.knowledge import Release, load_table, variant_cuda
+from envdoctor.knowledge.provenance import references
 from envdoctor.update.gather import COMPANIONS, Build, Metadata, Seen
 
 MAX_NEW_RELEASES = 8  # the newest ones, should the data be very old
@@ -68,19 +69,26 @@ def _lists(row: Mapping[str, Any], machine: str) -> Mapping[str, str]:
     return found if isinstance(found, dict) else {}
 
 
-def carry_arch(variant: str, machine: str) -> tuple[str, str] | None:
-    """The arch list of the nearest known build, as (list, "torch 2.13 cu130"): the same variant in
-    the newest series that has it, else the nearest CUDA version of the same major."""
+@dataclass(frozen=True)
+class Carried:
+    arch_list: str
+    origin: str  # "torch 2.13 cu130"
+    references: tuple[str, ...]  # the public sources of that list
+
+
+def carry_arch(variant: str, machine: str) -> Carried | None:
+    """The arch list of the nearest known build: the same variant in the newest series that has it,
+    else the nearest CUDA version of the same major."""
     newest_first = sorted(load_table("archs.json")["arch_lists"], key=_series, reverse=True)
     for row in newest_first:
         lists = _lists(row, machine)
         if variant in lists:
-            return lists[variant], f"torch {_series(row)} {variant}"
+            return Carried(lists[variant], f"torch {_series(row)} {variant}", references(row.get("source")))
     cuda = variant_cuda(variant)
     if cuda is None:
         return None
     wanted = Version(cuda)
-    best: tuple[int, str, str] | None = None
+    best: tuple[int, Carried] | None = None
     for row in newest_first:
         for other, text in _lists(row, machine).items():
             found = variant_cuda(other)
@@ -88,8 +96,11 @@ def carry_arch(variant: str, machine: str) -> tuple[str, str] | None:
                 continue
             distance = abs(Version(found).minor - wanted.minor)
             if best is None or distance < best[0]:  # among equals the newest series, met first
-                best = (distance, text, f"torch {_series(row)} {other}")
-    return (best[1], best[2]) if best else None
+                best = (
+                    distance,
+                    Carried(text, f"torch {_series(row)} {other}", references(row.get("source"))),
+                )
+    return best[1] if best else None
 
 
 def carry_driver(cuda: str) -> dict[str, Any] | None:
@@ -236,18 +247,18 @@ def _carry(torch: str, shape: Mapping[str, Mapping[str, Any]], cudas: set[str], 
             found = carry_arch(variant, machine)
             if found is None:
                 continue
-            text, origin = found
             out.arch_lists.append(
                 {
                     "torch": torch,
                     "variant": variant,
                     "machine": machine,
-                    "arch_list": text,
-                    "from": origin,
+                    "arch_list": found.arch_list,
+                    "from": found.origin,
+                    "source": list(found.references),
                     "assumed": True,
                 }
             )
-            carried.setdefault(origin, []).append(f"{variant} ({machine})")
+            carried.setdefault(found.origin, []).append(f"{variant} ({machine})")
     for origin, what in carried.items():
         out.assumed.append(f"torch {torch}: GPU arch list of {', '.join(what)} carried forward from {origin}")
     for cuda in _by_version(cudas):

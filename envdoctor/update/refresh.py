@@ -75,6 +75,7 @@ def _kept(path: str, fresh: set[str]) -> tuple[list[Any], list[Any], list[Any]]:
             "machine": a.machine,
             "arch_list": a.arch_list,
             "from": a.origin,
+            "source": list(a.references),
             "assumed": True,
         }
         for a in before.arch_lists
