@@ -31,25 +31,12 @@ SCHEMA = "envdoctor.overlay/1"
 FILE_NAME = "releases-overlay.json"
 
 
-def cache_dir(environ: Mapping[str, str] | None = None, platform: str | None = None) -> str | None:
-    """envdoctor's folder in the user's cache: $ENVDOCTOR_CACHE_DIR, else %LOCALAPPDATA%\\envdoctor\\Cache
-    on Windows, ~/Library/Caches/envdoctor on macOS, $XDG_CACHE_HOME/envdoctor or ~/.cache/envdoctor."""
-    env = os.environ if environ is None else environ
-    system = sys.platform if platform is None else platform
-    if env.get("ENVDOCTOR_CACHE_DIR"):
-        return env["ENVDOCTOR_CACHE_DIR"]
-    if system == "win32":
-        base = env.get("LOCALAPPDATA")
-        return os.path.join(base, "envdoctor", "Cache") if base else None
-    home = env.get("HOME") or os.path.expanduser("~")
-    if system == "darwin":
-        return os.path.join(home, "Library", "Caches", "envdoctor")
-    base = env.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
-    return os.path.join(base, "envdoctor")
+def overlay_path(environ: Mapping[str, str] | None = None) -> str | None:
+    """releases-overlay.json in envdoctor's cache folder (the one the rule catalogue uses:
+    $ENVDOCTOR_CACHE_DIR, %LOCALAPPDATA%, ~/Library/Caches, $XDG_CACHE_HOME or ~/.cache)."""
+    from envdoctor.rule_catalogue import cache_dir
 
-
-def overlay_path(environ: Mapping[str, str] | None = None, platform: str | None = None) -> str | None:
-    folder = cache_dir(environ, platform)
+    folder = cache_dir(os.environ if environ is None else environ)
     return os.path.join(folder, FILE_NAME) if folder else None
 
 
