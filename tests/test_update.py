@@ -329,7 +329,7 @@ def test_fetch_all_keys_every_answer_by_url(index: Served) -> None:
     urls = [f"{index.url}/whl/cpu/torch/", f"{index.url}/whl/cu999/torch/"]
     answers = fetch_all([Request(u) for u in urls], deadline=time.monotonic() + 10)
     assert answers[urls[0]].ok
-    assert answers[urls[1]].missing and answers[urls[1]].error == "HTTP 404"
+    assert answers[urls[1]].status == 404 and answers[urls[1]].error == "HTTP 404"
 
 
 @pytest.mark.parametrize(
@@ -366,3 +366,23 @@ def test_companion_pins_and_wheel_names() -> None:
     assert abi3 is not None and abi3.abi3_from == "3.10" and abi3.platforms == {"macos-arm64"}
     assert wheel("torch-2.16.0.tar.gz") is None and wheel("torch-bad.whl") is None
     assert platform_of("win_amd64") == "windows-x86_64" and platform_of("linux_armv7l") is None
+
+
+def test_a_missing_variant_page_is_no_failure_but_a_missing_default_page_is() -> None:
+    from packaging.version import Version
+
+    from envdoctor.update.gather import Horizon, Page, read_pages
+    from envdoctor.update.http import Response
+
+    wanted = {
+        "u/cu140/torch/": Page("pytorch", "torch", "cu140"),  # PyTorch's storage says 403
+        "u/cu141/torch/": Page("pytorch", "torch", "cu141"),
+        "i/torch/": Page("default", "torch"),
+    }
+    answers = {
+        "u/cu140/torch/": Response("u/cu140/torch/", 403, error="HTTP 403"),
+        "u/cu141/torch/": Response("u/cu141/torch/", 404, error="HTTP 404"),
+        "i/torch/": Response("i/torch/", 403, error="HTTP 403"),
+    }
+    seen = read_pages(answers, wanted, Horizon(Version("2.13.0"), {}, ()))
+    assert [(f.url, f.error) for f in seen.failures] == [("i/torch/", "HTTP 403")]

@@ -166,8 +166,8 @@ def read_pages(answers: Mapping[str, Response], wanted: Mapping[str, Page], hori
     seen = Seen()
     for url, page in wanted.items():
         answer = answers[url]
-        if answer.missing and page.source == "pytorch":
-            continue  # an unpublished (guessed) variant
+        if page.source == "pytorch" and answer.status in (403, 404, 410):
+            continue  # an unpublished (guessed) variant: PyTorch's storage answers 403 for those
         if not answer.ok:
             seen.failures.append(Failure(url, answer.error or f"HTTP {answer.status}"))
             continue

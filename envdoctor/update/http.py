@@ -52,11 +52,6 @@ class Response:
     def ok(self) -> bool:
         return self.error is None and self.status == 200
 
-    @property
-    def missing(self) -> bool:
-        """The server answered that there is no such page (not a failure: an unpublished variant)."""
-        return self.status in (404, 410)
-
 
 def _why(exc: BaseException) -> str:
     reason = getattr(exc, "reason", exc)
