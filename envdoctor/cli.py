@@ -16,6 +16,7 @@ import typer
 from envdoctor import __version__
 from envdoctor.cli_check import BugReportFormat, ReportFormat, check_options, emit, settings_for
 from envdoctor.cli_help import COMMAND_HELP, ROOT_HELP, VERSION_HELP
+from envdoctor.cli_update import register as register_update
 
 if TYPE_CHECKING:
     from envdoctor.model import Interpreter, PlatformInfo, ProbeResult
@@ -139,8 +140,9 @@ def check(
     python: Optional[str] = typer.Option(
         None,
         "--python",
-        help="The interpreter to examine (default: $VIRTUAL_ENV, $CONDA_PREFIX, "
-        "else the one envdoctor runs in).",
+        help="The interpreter to examine: a path, an environment folder (.venv) or a command on PATH "
+        "(python3.12); default: $VIRTUAL_ENV, $CONDA_PREFIX, else the one envdoctor runs in, or, where "
+        "that has no torch (pipx, uv tool), ./.venv, ./venv, the conda base or python3 on PATH.",
     ),
     from_snapshot: Optional[str] = typer.Option(
         None, "--from", help="Diagnose a snapshot written by `envdoctor snapshot` instead."
@@ -343,6 +345,9 @@ def install(
         fail(str(exc))
     _write(text, None)
     raise typer.Exit(code)
+
+
+register_update(app, fail)
 
 
 def main() -> None:

@@ -75,6 +75,14 @@ def not_a_regular_file(path: str) -> OSError:
     return OSError(errno.EINVAL, "not a regular file (a pipe, socket or device)", path)
 
 
+@dataclass(frozen=True)
+class OwnEnvironment:
+    """The environment envdoctor itself runs in: where it is, and whether torch is importable there."""
+
+    prefix: str  # sys.prefix
+    has_torch: bool
+
+
 class Host(Protocol):
     """Everything a probe may ask of the machine."""
 
@@ -84,6 +92,10 @@ class Host(Protocol):
     @property
     def own_python(self) -> str:
         """The interpreter envdoctor itself runs in (where pynvml is installed)."""
+        ...
+
+    def own_environment(self) -> OwnEnvironment:
+        """envdoctor's own environment; torch is looked for, never imported."""
         ...
 
     def platform(self) -> PlatformInfo: ...

@@ -21,6 +21,7 @@ from envdoctor.host.base import (
     CommandResult,
     DiskInfo,
     MemoryInfo,
+    OwnEnvironment,
     UrlStatus,
     file_too_large,
     not_a_regular_file,
@@ -42,6 +43,16 @@ class LiveHost:
     @property
     def own_python(self) -> str:
         return sys.executable
+
+    def own_environment(self) -> OwnEnvironment:
+        import importlib.util
+
+        try:
+            # find_spec on a top-level name only searches sys.path: torch is not imported.
+            has_torch = importlib.util.find_spec("torch") is not None
+        except (ImportError, ValueError):
+            has_torch = False
+        return OwnEnvironment(prefix=sys.prefix, has_torch=has_torch)
 
     def platform(self) -> PlatformInfo:
         return PlatformInfo(

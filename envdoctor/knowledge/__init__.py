@@ -109,34 +109,44 @@ def variant_cuda(variant: str) -> str | None:
     return f"{digits[:-1]}.{digits[-1]}"
 
 
+def release_from_row(row: dict[str, Any]) -> Release:
+    """A release row of releases.json (or of the overlay, which shares its shape)."""
+    return Release(
+        torch=row["torch"],
+        torchvision=row.get("torchvision"),
+        torchaudio=row.get("torchaudio"),
+        cuda=tuple(row["cuda"]),
+        rocm=tuple(row["rocm"]),
+        python=tuple(row["python"]),
+        pypi_linux_x86_64_default=row["pypi_linux_x86_64_default"],
+        platforms=tuple(
+            (
+                name,
+                PlatformBuilds(
+                    variants=tuple(builds["variants"]),
+                    pypi=builds["pypi"],
+                    python=tuple(builds["python"]) if "python" in builds else None,
+                ),
+            )
+            for name, builds in row.get("platforms", {}).items()
+        ),
+    )
+
+
+def builtin_releases() -> tuple[Release, ...]:
+    """The releases of envdoctor's own table, oldest first."""
+    found = [release_from_row(row) for row in load_table("releases.json")["releases"]]
+    return tuple(sorted(found, key=lambda r: r.version))
+
+
 @cache
 def releases() -> tuple[Release, ...]:
-    """Every torch release envdoctor knows, oldest first."""
-    rows = load_table("releases.json")["releases"]
-    found = [
-        Release(
-            torch=row["torch"],
-            torchvision=row.get("torchvision"),
-            torchaudio=row.get("torchaudio"),
-            cuda=tuple(row["cuda"]),
-            rocm=tuple(row["rocm"]),
-            python=tuple(row["python"]),
-            pypi_linux_x86_64_default=row["pypi_linux_x86_64_default"],
-            platforms=tuple(
-                (
-                    name,
-                    PlatformBuilds(
-                        variants=tuple(builds["variants"]),
-                        pypi=builds["pypi"],
-                        python=tuple(builds["python"]) if "python" in builds else None,
-                    ),
-                )
-                for name, builds in row.get("platforms", {}).items()
-            ),
-        )
-        for row in rows
-    ]
-    return tuple(sorted(found, key=lambda r: r.version))
+    """Every torch release envdoctor knows, oldest first: the built-in table, then the releases
+    `envdoctor update` added in the user's overlay (knowledge/overlay.py; read here, once)."""
+    from envdoctor.knowledge.overlay import added_releases
+
+    builtin = builtin_releases()
+    return tuple(sorted(builtin + added_releases(builtin), key=lambda r: r.version))
 
 
 def releases_as_of() -> str:
@@ -365,6 +375,15 @@ def driver_minimum(cuda: str, os_name: str) -> DriverMinimum | None:
         if str(row["cuda_major"]) == major:
             known = True
             compat = parse_driver(row.get(key))
+    if not any(row["cuda"] == wanted for row in table["toolkit_minimum_driver"]):
+        # A CUDA version newer than the table: `envdoctor update` may have carried a neighbour's
+        # minimum forward (assumed); without an overlay the MVC minimum alone stands.
+        from envdoctor.knowledge.overlay import driver
+
+        assumed = driver(wanted)
+        if assumed is not None:
+            known = True
+            toolkit = parse_driver(assumed.windows if key == "windows" else assumed.linux)
     if not known:
         return None
     return DriverMinimum(cuda=wanted, toolkit=toolkit, compat=compat)

@@ -101,7 +101,19 @@ def arch_list(torch: Release, variant: str, platform: str) -> ArchList | None:
             return None
         cubins, ptx = _parse_list(text, with_ptx)
         return ArchList(cubins, ptx, bool(row.get("inferred")) or torch.assumed, provenance(row))
-    return None
+    return _overlay_arch_list(torch, variant, machine, with_ptx)
+
+
+def _overlay_arch_list(torch: Release, variant: str, machine: str, with_ptx: bool) -> ArchList | None:
+    """A release `envdoctor update` added: its list is assumed, carried forward from a known build."""
+    from envdoctor.knowledge import overlay
+
+    found = overlay.arch_list(torch.torch, variant, machine)
+    if found is None:
+        return None
+    cubins, ptx = _parse_list(found.arch_list, with_ptx)
+    basis = f"assumed: carried forward from {found.origin} by `envdoctor update` (no index tells arch lists)"
+    return ArchList(cubins, ptx, True, Provenance(found.references, basis, verified=False))
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,21 @@ def install_sources(ctx: RuleContext) -> sources.Sources | None:
 
 def planned_fix(ctx: RuleContext, summary: str, **wanted: object) -> Fix | None:
     """A fix carrying the planner's command, or None when the planner finds no fitting build."""
+    if ctx.interpreter.own_isolated:
+        return project_environment_fix(ctx)
     return plan_fix(ctx, install.plan(install_target(ctx, **wanted)), summary)  # type: ignore[arg-type]
+
+
+def project_environment_fix(ctx: RuleContext) -> Fix:
+    """Where envdoctor examined its own isolated environment (nothing else was found), torch does
+    not belong there: the fix is a project environment, examined next."""
+    windows = ctx.platform.os == "windows"
+    create = "py -m venv .venv" if windows else "python3 -m venv .venv"
+    return Fix(
+        summary="Create a project environment and examine it (torch does not belong in envdoctor's own "
+        "environment); that check shows the command that installs torch there",
+        commands=(create, "envdoctor check --python .venv"),
+    )
 
 
 def plan_fix(ctx: RuleContext, plan: install.InstallPlan, summary: str) -> Fix | None:
