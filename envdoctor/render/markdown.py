@@ -32,10 +32,27 @@ def fence(body: str, lang: str = "") -> str:
     return f"{ticks}{lang}\n{body}\n{ticks}"
 
 
+def primary(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The findings that stand on their own (folded ones are shown under their cause)."""
+    return [f for f in data["findings"] if "folded_under" not in f]
+
+
+def consequences(data: dict[str, Any], finding: dict[str, Any]) -> list[dict[str, Any]]:
+    """The findings folded under `finding` (under the first finding of its code only)."""
+    first = next(f for f in primary(data) if f["code"] == finding["code"])
+    if first is not finding:
+        return []
+    return [f for f in data["findings"] if f.get("folded_under") == finding["code"]]
+
+
 def headline(data: dict[str, Any]) -> str:
-    counts = {s: sum(1 for f in data["findings"] if f["severity"] == s) for s in ("error", "warning", "info")}
+    shown = primary(data)
+    counts = {s: sum(1 for f in shown if f["severity"] == s) for s in ("error", "warning", "info")}
     words = {"error": "error", "warning": "warning", "info": "note"}
     parts = [f"{n} {words[s]}{'s' if n != 1 else ''}" for s, n in counts.items() if n]
+    folded = len(data["findings"]) - len(shown)
+    if folded:
+        parts.append(f"{folded} consequence{'s' if folded != 1 else ''} folded in")
     if data["exit_code"] == 0 and (counts["error"] or counts["warning"]):
         state = "works, with warnings"
     else:
@@ -90,13 +107,29 @@ def finding_lines(finding: dict[str, Any], verbose: bool = False) -> list[str]:
     return [*lines, ""]
 
 
+def consequence_lines(folded: list[dict[str, Any]], verbose: bool = False) -> list[str]:
+    """Findings folded under a root cause: listed in a closed <details>, without fixes."""
+    if not folded:
+        return []
+    noun = "finding" if len(folded) == 1 else "findings"
+    lines = [f"<details><summary>Caused by this ({len(folded)} {noun}, fixed by the fix above)</summary>", ""]
+    for finding in folded:
+        lines.append(
+            f"- {MARK[finding['severity']]} {finding['code']} `{finding['name']}`: {text(finding['title'])}"
+        )
+        if verbose:
+            lines += [f"  {text(line)}  " for line in finding["detail"].splitlines()]
+    return [*lines, "", "</details>", ""]
+
+
 def render_markdown_data(data: dict[str, Any], verbose: bool = False, title: str = "envdoctor") -> str:
     lines = [f"## {title}: {headline(data)}", "", *_intro(data), "", *_areas(data), ""]
     lines += _expectations(data)
     if data["findings"]:
         lines += ["### Findings", ""]
-        for finding in data["findings"]:
+        for finding in primary(data):
             lines += finding_lines(finding, verbose)
+            lines += consequence_lines(consequences(data, finding), verbose)
     if data.get("ignored"):
         lines += [f"Ignored rules: {', '.join(data['ignored'])}", ""]
     return "\n".join(lines).rstrip() + "\n"
