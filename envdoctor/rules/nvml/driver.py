@@ -77,6 +77,7 @@ def driver_verdict(ctx: RuleContext) -> DriverVerdict | None:
     severity=Severity.ERROR,
     summary="the NVIDIA driver cannot run the CUDA version torch was built with",
     needs=(TorchFacts, NvmlFacts),
+    consequence_of=("ED305",),
     doc=RuleDoc(
         what="The driver version (NVML) against the minimum driver of torch's CUDA major "
         "family (minor-version compatibility), and torch's own 'driver too old' warning.",
