@@ -89,6 +89,7 @@ def _live_report_inputs(
     probes: Sequence[ProbeSpec[Any]] | None = None,
     smoke: bool = True,
     smoke_size: int | None = None,
+    details: bool = False,
 ) -> tuple[PlatformInfo, Interpreter, tuple[ProbeResult, ...]]:
     from envdoctor.engine import run_probes
     from envdoctor.host.live import LiveHost
@@ -100,9 +101,11 @@ def _live_report_inputs(
         target = start_target(host, python)
     except TargetError as exc:
         fail(str(exc))
-    options = CheckOptions(smoke=smoke, smoke_size=smoke_size, timeout=timeout)
+    options = CheckOptions(smoke=smoke, smoke_size=smoke_size, timeout=timeout, details=details)
     ctx = ProbeContext(host=host, target=target, options=options)
     chosen = PROBES if probes is None else probes
+    if not details:  # what only a bug report needs is not collected for a check
+        chosen = tuple(p for p in chosen if not p.on_request)
     results = run_probes(ctx, chosen, while_waiting=lambda: _warm_renderer(fmt))
     try:
         target.info  # noqa: B018 - an interpreter that did not answer is exit 2, not a finding
@@ -202,7 +205,7 @@ def snapshot(
     _check_timeout(timeout)
     _check_smoke_size(smoke_size)
     platform, interpreter, probes = _live_report_inputs(
-        python, timeout, smoke=not no_smoke, smoke_size=smoke_size
+        python, timeout, smoke=not no_smoke, smoke_size=smoke_size, details=True
     )
     text = dumps(Snapshot(platform, interpreter, probes, description=description))
     _write(text, output)
@@ -240,7 +243,7 @@ def bug_report(
         except SnapshotError as exc:
             fail(str(exc))
     else:
-        snap = Snapshot(*_live_report_inputs(python, timeout, fmt))
+        snap = Snapshot(*_live_report_inputs(python, timeout, fmt, details=True))
     _write(render_report(snap, fmt.value, os.environ, source=from_snapshot or "live"), output)
 
 
@@ -288,6 +291,9 @@ def explain(code: str = typer.Argument(..., help="A rule code such as ED101, or 
                 ("Example", rule.doc.example),
             ):
                 typer.echo(f"{heading}:\n  {text}\n")
+            if rule.consequence_of:
+                causes = ", ".join(rule.consequence_of)
+                typer.echo(f"Folded under:\n  {causes}, when one of them is found (one root cause, one finding)\n")
             return
     fail(f"unknown rule {code!r}; expected a code like ED101 (see `envdoctor rules`)")
 

@@ -195,7 +195,7 @@ def area_verdicts(
     verdicts = []
     for result in probes:
         spec = by_name.get(result.probe)
-        if spec is None:
+        if spec is None or spec.on_request:
             continue
         worst = max((f.severity for f in findings if f.area == result.probe), default=Severity.OK)
         details: tuple[str, ...] = ()
@@ -256,9 +256,9 @@ def diagnose(
 def selected_probes(
     settings: Settings, specs: Sequence[ProbeSpec[Any]] = PROBES
 ) -> tuple[ProbeSpec[Any], ...]:
-    """The probes --only/--skip keep, in registry order."""
+    """The probes --only/--skip keep, in registry order (those run only on request never)."""
     names = settings.probe_names(tuple(p.name for p in specs))
-    return tuple(p for p in specs if p.name in names)
+    return tuple(p for p in specs if p.name in names and not p.on_request)
 
 
 def judge(

@@ -157,7 +157,9 @@ def flatten(value: Any, prefix: str = "") -> list[tuple[str, str]]:
         for index, item in enumerate(value):
             pairs += flatten(item, f"{prefix}[{index}]")
         return pairs
-    shown = "None" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+    if value is None:
+        return []  # absent is said by the key's absence, never by a stray "key: None"
+    shown = str(value).lower() if isinstance(value, bool) else str(value)
     return [(prefix, shown)]
 
 
@@ -178,18 +180,96 @@ def facts_block(data: dict[str, Any]) -> str:
     return "\n".join(out).rstrip()
 
 
+def _facts_of(data: dict[str, Any], probe: str) -> dict[str, Any]:
+    found = data["facts"].get(probe)
+    return found if isinstance(found, dict) else {}
+
+
+def _joined(parts: list[str | None]) -> str:
+    return ", ".join(p for p in parts if p)
+
+
+def environment_rows(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """What torch's collect_env prints, from the facts that are there; a missing fact is no row."""
+    plat = data["platform"]
+    env = _facts_of(data, "environment")
+    python = _facts_of(data, "python")
+    torch = _facts_of(data, "torch")
+    nvml = _facts_of(data, "nvml")
+    toolkit = _facts_of(data, "toolkit")
+    rows: list[tuple[str, str]] = []
+    system = f"{plat['system']} {plat['release']} {plat['machine']}"
+    rows.append(("OS", f"{env['distribution']} ({system})" if env.get("distribution") else system))
+    if env.get("libc"):
+        rows.append(("C library", env["libc"]))
+    if python:
+        kind = "conda env" if python.get("is_conda") else "venv" if python.get("is_venv") else "system"
+        rows.append(
+            (
+                "Python",
+                f"{python.get('implementation', '')} {python.get('version', '')} "
+                f"({python.get('bits', '?')}-bit, {kind})".strip(),
+            )
+        )
+    if torch.get("version") or torch.get("dist_version"):
+        build = _joined(
+            [
+                f"CUDA {torch['cuda']}" if torch.get("cuda") else None,
+                f"cuDNN {torch['cudnn']}" if torch.get("cudnn") else None,
+                f"ROCm {torch['hip']}" if torch.get("hip") else None,
+                "CPU-only" if not (torch.get("cuda") or torch.get("hip")) and torch.get("version") else None,
+            ]
+        )
+        version = torch.get("version") or torch.get("dist_version")
+        rows.append(("PyTorch", f"{version} ({build})" if build else str(version)))
+        if torch.get("cuda_available") is not None:
+            rows.append(("CUDA available", "yes" if torch["cuda_available"] else "no"))
+    elif torch:
+        rows.append(("PyTorch", "not installed" if not torch.get("installed") else "does not import"))
+    numpy = torch.get("numpy") if isinstance(torch.get("numpy"), dict) else None
+    if numpy is not None:
+        rows.append(("NumPy", numpy.get("version") or "not installed"))
+    gpus = nvml.get("gpus") or []
+    if gpus:
+        names = [
+            f"GPU {g.get('index', i)}: {g.get('name') or '?'}"
+            + (f" (sm_{g['capability'][0]}{g['capability'][1]})" if g.get("capability") else "")
+            for i, g in enumerate(gpus)
+        ]
+        rows.append(("GPUs", "; ".join(names)))
+    if nvml.get("driver_version"):
+        rows.append(("NVIDIA driver", str(nvml["driver_version"])))
+    nvcc = toolkit.get("nvcc") if isinstance(toolkit.get("nvcc"), dict) else None
+    if nvcc is not None and nvcc.get("release"):
+        rows.append(("nvcc", f"CUDA {nvcc['release']} ({nvcc.get('path', '')})"))
+    for tool in env.get("tools") or []:
+        if tool.get("version"):
+            rows.append((str(tool["name"]), str(tool["version"])))
+    packages = [f"{p['name']}=={p['version']}" for p in env.get("packages") or []]
+    if packages:
+        rows.append(("Packages", ", ".join(packages)))
+    return rows
+
+
 def render_bug_report_data(data: dict[str, Any]) -> str:
     plat = data["platform"]
+    table = ["| | |", "|---|---|", *(f"| {cell(k)} | {cell(v)} |" for k, v in environment_rows(data))]
     lines = [
         "<!-- envdoctor report: paste into the issue as it is; credentials, user names in paths and "
         "GPU UUIDs are masked -->",
         render_markdown_data(data, verbose=True, title="envdoctor report").rstrip(),
         "",
-        "### Facts",
+        "### Environment",
+        "",
+        *table,
+        "",
+        "<details><summary>Every fact the probes recorded</summary>",
         "",
         f"Platform: {plat['system']} {plat['release']} ({text(plat['version'])}) {plat['machine']}",
         "",
         fence(facts_block(data), "text"),
+        "",
+        "</details>",
     ]
     return "\n".join(lines) + "\n"
 
