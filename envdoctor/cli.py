@@ -293,7 +293,9 @@ def explain(code: str = typer.Argument(..., help="A rule code such as ED101, or 
                 typer.echo(f"{heading}:\n  {text}\n")
             if rule.consequence_of:
                 causes = ", ".join(rule.consequence_of)
-                typer.echo(f"Folded under:\n  {causes}, when one of them is found (one root cause, one finding)\n")
+                typer.echo(
+                    f"Folded under:\n  {causes}, when one of them is found (one root cause, one finding)\n"
+                )
             return
     fail(f"unknown rule {code!r}; expected a code like ED101 (see `envdoctor rules`)")
 

@@ -24,6 +24,7 @@ CONSOLE_GOLDEN = (
     "linux-a100-healthy",
     "linux-rtx5090-cu124-no-sm120",
     "linux-vgpu-a800-smoke-hang",
+    "win11-torch291-vc-redist-1436-winerror-1114",  # one root cause, its consequences folded under it
 )
 
 

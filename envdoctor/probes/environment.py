@@ -94,7 +94,9 @@ def _packages(ctx: ProbeContext, errors: list[str]) -> tuple[str | None, tuple[I
     outcome = ctx.host.python_json(ctx.target.interpreter.path, "packages.py", (), _CHILD_TIMEOUT)
     records = [r for r in outcome.records if r.get("record") == "packages"]
     if not records:
-        errors.append(f"package list: the interpreter gave no answer ({outcome.start_error or outcome.returncode})")
+        errors.append(
+            f"package list: the interpreter gave no answer ({outcome.start_error or outcome.returncode})"
+        )
         return None, ()
     raw: Mapping[str, Any] = records[-1]
     libc = raw.get("libc") if isinstance(raw.get("libc"), str) else None

@@ -57,7 +57,8 @@ def reinstall_fix(ctx: RuleContext, torch: TorchFacts, torch_version: str) -> Fi
     index = f"{OFFICIAL_WHEEL_BASE}/nightly/{variant}"
     return Fix(
         summary=f"Reinstall {', '.join(names)} together from the {variant} nightly index, so that all "
-        "come from the same night (if that index has no build of one of them for the night, leave it out)",
+        "come from one night (leave out a companion the index has no build of for that night; if PyTorch "
+        "no longer builds this variant, take the nightly command pytorch.org shows)",
         commands=(
             f"{python} -m pip uninstall -y {' '.join(names)}",
             f"{python} -m pip install --pre {' '.join(names)} --index-url {index}",

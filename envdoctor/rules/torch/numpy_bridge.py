@@ -98,7 +98,7 @@ def numpy2_with_torch_built_for_numpy1(ctx: RuleContext) -> Iterator[Hit]:
     ]
     if floor is not None:
         wants_cuda = bool(torch.cuda) or (torch.local_label or "").startswith("cu") or None
-        upgrade = planned_fix(ctx, "Or upgrade torch to a release built for NumPy 2", want_cuda=wants_cuda)
+        upgrade = planned_fix(ctx, "Upgrade torch to a release built for NumPy 2", want_cuda=wants_cuda)
         if upgrade is not None and not numpy_support.built_for_numpy1(
             _planned_torch(upgrade), ctx.platform.os
         ):
@@ -150,8 +150,8 @@ def numpy_not_installed(ctx: RuleContext) -> Iterator[Hit]:
     warned = [w for w in torch.warnings if "Failed to initialize NumPy" in w]
     yield Hit(
         title="NumPy is not installed beside torch",
-        detail=f"torch {version} works without it, but {numpy_support.without_numpy_breaks()} "
-        "raise 'RuntimeError: Numpy is not available'.",
+        detail=f"torch {version} works without it, but these raise 'RuntimeError: Numpy is not "
+        f"available': {numpy_support.without_numpy_breaks()}.",
         evidence=("numpy: not installed", *(_first_line(w)[:200] for w in warned[:1])),
         fixes=(Fix(summary="Install NumPy into this environment", commands=(_pip(ctx, requirement),)),),
     )

@@ -121,7 +121,7 @@ def gpu_too_old_for_torch_cuda_builds(ctx: RuleContext) -> Iterator[Hit]:
     first = unusable[0]
     keep = planned_fix(
         ctx,
-        f"Or, to keep using the GPU: the last CUDA build with kernels for {sm(first.gpu.capability)}",
+        f"To keep using the GPU: the last CUDA build with kernels for {sm(first.gpu.capability)}",
         want_cuda=True,
     )
     if keep is not None:

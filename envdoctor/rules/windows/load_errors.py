@@ -153,7 +153,7 @@ def torch_release_dll_dependency_missing(ctx: RuleContext) -> Iterator[Hit]:
         )
         if same_series is not None:
             fixes.append(same_series)
-        newest = planned_fix(ctx, "Or the newest torch that fits this machine", want_cuda=wants)
+        newest = planned_fix(ctx, "The newest torch that fits this machine", want_cuda=wants)
         if newest is not None:
             fixes.append(newest)
         yield Hit(
