@@ -843,7 +843,10 @@ def win10_paging_file_winerror_1455_cudnn() -> Scenario:
 
 
 def win11_old_libiomp5md_on_path_winerror_127() -> Scenario:
-    intel = "C:\\Program Files (x86)\\IntelSWTools\\compilers_and_libraries_2019\\windows\\redist\\intel64\\compiler"
+    intel = (
+        "C:\\Program Files (x86)\\IntelSWTools\\compilers_and_libraries_2019\\windows\\redist\\"
+        "intel64\\compiler"
+    )
     venv = "C:\\Users\\user\\project\\.venv"
     base = f"{PYTHON_ORG}\\Python311"
     machine = _windows_machine(f"{venv}\\Scripts;{intel};{WIN_PATH_TAIL};{base}\\Scripts\\;{base}\\")
