@@ -150,10 +150,14 @@ def fold(findings: tuple[Finding, ...], rules: Sequence[Rule]) -> tuple[Finding,
                 return root(cause, seen | {code})
         return code
 
+    tops = {finding.code: root(finding.code, frozenset()) for finding in findings}
+    # A root must stand on its own; in a cycle of declarations (a registry test forbids them) no
+    # code does, and then nothing in it is folded rather than everything hidden.
+    standing = {code for code, top in tops.items() if top == code}
     folded = []
     for finding in findings:
-        top = root(finding.code, frozenset())
-        if top != finding.code:
+        top = tops[finding.code]
+        if top != finding.code and top in standing:
             finding = replace(finding, folded_under=top, fixes=())
         folded.append(finding)
     return tuple(folded)
