@@ -27,6 +27,9 @@ CONSOLE_GOLDEN = (
     "win11-torch291-vc-redist-1436-winerror-1114",  # one root cause, its consequences folded under it
 )
 
+# Fixtures whose `envdoctor report` Markdown (the bug report) is kept as golden text.
+BUG_REPORT_GOLDEN = ("linux-torch221-numpy2-array-api-not-found",)
+
 
 def fixture_names() -> list[str]:
     return sorted(p.stem for p in FIXTURES.glob("*.json"))
@@ -77,4 +80,9 @@ def golden_files(name: str) -> dict[Path, str]:
     }
     if name in CONSOLE_GOLDEN:
         files[GOLDEN / f"{name}.console.txt"] = console_text(report)
+    if name in BUG_REPORT_GOLDEN:
+        from envdoctor.bug_report import render_report
+
+        snap = load(str(FIXTURES / f"{name}.json"))
+        files[GOLDEN / f"{name}.bugreport.md"] = render_report(snap, "markdown", {}, f"fixtures/{name}.json")
     return files
