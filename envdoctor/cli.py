@@ -92,6 +92,7 @@ def _live_report_inputs(
     smoke: bool = True,
     smoke_size: int | None = None,
     offline: bool = False,
+    details: bool = False,
 ) -> tuple[PlatformInfo, Interpreter, tuple[ProbeResult, ...]]:
     from envdoctor.engine import run_probes
     from envdoctor.host.live import LiveHost
@@ -103,9 +104,13 @@ def _live_report_inputs(
         target = start_target(host, python)
     except TargetError as exc:
         fail(str(exc))
-    options = CheckOptions(smoke=smoke, smoke_size=smoke_size, timeout=timeout, offline=offline)
+    options = CheckOptions(
+        smoke=smoke, smoke_size=smoke_size, timeout=timeout, offline=offline, details=details
+    )
     ctx = ProbeContext(host=host, target=target, options=options)
     chosen = PROBES if probes is None else probes
+    if not details:  # what only a bug report needs is not collected for a check
+        chosen = tuple(p for p in chosen if not p.on_request)
     results = run_probes(ctx, chosen, while_waiting=lambda: _warm_renderer(fmt))
     try:
         target.info  # noqa: B018 - an interpreter that did not answer is exit 2, not a finding
@@ -216,7 +221,7 @@ def snapshot(
     _check_timeout(timeout)
     _check_smoke_size(smoke_size)
     platform, interpreter, probes = _live_report_inputs(
-        python, timeout, smoke=not no_smoke, smoke_size=smoke_size
+        python, timeout, smoke=not no_smoke, smoke_size=smoke_size, details=True
     )
     text = dumps(Snapshot(platform, interpreter, probes, description=description))
     _write(text, output)
@@ -252,7 +257,7 @@ def bug_report(
         except SnapshotError as exc:
             fail(str(exc))
     else:
-        snap = Snapshot(*_live_report_inputs(python, timeout, fmt))
+        snap = Snapshot(*_live_report_inputs(python, timeout, fmt, details=True))
     _write(render_report(snap, fmt.value, os.environ, source=from_snapshot or "live"), output)
 
 
