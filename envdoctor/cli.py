@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Optional
 import typer
 
 from envdoctor import __version__
+from envdoctor import cli_fix as _cli_fix
 from envdoctor.cli_check import BugReportFormat, ReportFormat, check_options, emit, settings_for
 from envdoctor.cli_help import COMMAND_HELP, ROOT_HELP, VERSION_HELP
 
@@ -326,6 +327,10 @@ def install(
         fail(str(exc))
     _write(text, None)
     raise typer.Exit(code)
+
+
+# fix: its options and body live in cli_fix.py; registered here, after install, as the help lists it.
+app.command("fix", help=COMMAND_HELP["fix"])(_cli_fix.fix)
 
 
 def main() -> None:

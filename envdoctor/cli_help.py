@@ -36,6 +36,10 @@ COMMAND_HELP: dict[str, str] = {
     "install": "Print the pinned pip/uv/conda command that installs a working torch here (or on a "
     "described machine).\n\nExit codes: 0 a command was found, 1 no build fits (the output says what "
     "to change), 2 bad options.",
+    "fix": "Apply the install fixes of the current findings to the examined interpreter: show the "
+    "commands and package changes, ask, record what is installed, run them, check again, and restore "
+    "if it got worse.\n\nExit codes: 0 fixed, 1 not fixed (the output says why), 2 bad usage, "
+    "130 interrupted.",
 }
 
 # Below this width rich truncates the option column ("--versi…"); typer draws such pages.

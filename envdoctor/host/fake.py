@@ -40,6 +40,9 @@ class FakeHost:
     registry: dict[tuple[str, int], dict[str, str | int]] = field(default_factory=dict)  # (key, view)
     file_versions: dict[str, str] = field(default_factory=dict)  # path -> version resource
     home_dir: str | None = "/home/user"
+    # stream(): called with each argv before its scripted result is used (to change files, or to
+    # raise KeyboardInterrupt as a user's Ctrl-C would).
+    on_stream: Callable[[tuple[str, ...]], None] | None = None
 
     @property
     def env(self) -> Mapping[str, str]:
@@ -96,6 +99,18 @@ class FakeHost:
         if key in self.commands:
             return self.commands[key]
         return CommandResult(returncode=None, start_error="not found")
+
+    def stream(self, argv: Sequence[str], timeout: float, on_line: Callable[[str], None]) -> CommandResult:
+        key = tuple(argv)
+        self.calls.append(key)
+        if self.on_stream is not None:
+            self.on_stream(key)
+        result = self.commands.get(key)
+        if result is None:
+            return CommandResult(returncode=None, start_error="not found")
+        for line in (result.stdout + result.stderr).splitlines(keepends=True):
+            on_line(line)
+        return result
 
     def python_json(self, interpreter: str, script: str, args: Sequence[str], timeout: float) -> ChildOutcome:
         self.calls.append((interpreter, script, *args))

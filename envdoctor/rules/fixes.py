@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from envdoctor.install import plan as install
-from envdoctor.model import Fix
+from envdoctor.model import Fix, FixKind
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.python_env import PythonFacts
 from envdoctor.probes.torch_build import TorchFacts
@@ -54,6 +54,7 @@ def plan_fix(plan: install.InstallPlan, summary: str) -> Fix | None:
         summary=f"{summary}: {plan.reason}",
         commands=tuple(c.command for c in plan.commands),
         link=GET_STARTED,
+        kind=FixKind.INSTALL if all(c.kind == "shell" for c in plan.commands) else FixKind.MANUAL,
     )
 
 
