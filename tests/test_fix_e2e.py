@@ -120,6 +120,7 @@ def test_a_torchvision_built_for_another_torch_is_repaired(tmp_path: Path) -> No
     assert family["torchvision"] == "0.27.0+cpu" and family["torch"] == TORCH
 
 
+@pytest.mark.skipif(not SLOW, reason="a second venv and check (about 40 s); the unit tests cover the restore")
 def test_a_real_failing_step_leaves_the_environment_as_recorded(tmp_path: Path) -> None:
     python = fresh_venv(tmp_path, see_this_torch=True)
     old = stand_in(tmp_path / "old", "0.27.0+cpu", "2.12.0")
@@ -140,7 +141,7 @@ def test_a_real_failing_step_leaves_the_environment_as_recorded(tmp_path: Path) 
     assert recorded(tmp_path)["python"] == str(python)
 
 
-@pytest.mark.skipif(not SLOW, reason="installs the 190 MB CPU wheel (about a minute); ENVDOCTOR_SLOW_TESTS=1")
+@pytest.mark.skipif(not SLOW, reason="installs the 190 MB CPU wheel (minutes here); ENVDOCTOR_SLOW_TESTS=1")
 def test_a_venv_without_torch_gets_it_offline_and_the_check_after_passes(tmp_path: Path) -> None:
     python = fresh_venv(tmp_path, see_this_torch=False)
     good = tmp_path / "links"

@@ -352,3 +352,30 @@ def test_a_check_that_stays_broken_is_not_fixed_and_keeps_the_changes(tmp_path: 
     code, out = run(env, [BROKEN, report(finding("ED001"))], tmp_path, yes=True)
     assert code == NOT_FIXED and env.dists == {"torch": "2.13.0+cpu"}
     assert "Not fixed: ED001 remain" in out.text
+
+
+# --- the live host's streaming run -------------------------------------------------------------
+
+
+def test_live_stream_hands_over_each_line_and_the_exit_status() -> None:
+    import sys
+
+    from envdoctor.host.live import LiveHost
+
+    lines: list[str] = []
+    script = "import sys; print('one', flush=True); print('two', file=sys.stderr, flush=True); sys.exit(3)"
+    result = LiveHost().stream([sys.executable, "-c", script], 30, lines.append)
+    assert result.returncode == 3 and not result.ok
+    assert sorted(lines) == ["one\n", "two\n"] and "one" in result.stdout
+
+
+def test_live_stream_ends_a_program_that_outlives_its_time() -> None:
+    import sys
+    import time
+
+    from envdoctor.host.live import LiveHost
+
+    started = time.perf_counter()
+    result = LiveHost().stream([sys.executable, "-c", "import time; time.sleep(60)"], 1, lambda line: None)
+    assert result.timed_out and time.perf_counter() - started < 15
+    assert LiveHost().stream(["/no/such/program"], 5, lambda line: None).start_error == "not found"
