@@ -52,7 +52,7 @@ def fix(
     from envdoctor.cli import _check_timeout, _live_report_inputs, fail
     from envdoctor.cli_check import settings_for
     from envdoctor.engine import judge, selected_probes
-    from envdoctor.fix.runner import FixRequest, FixRun
+    from envdoctor.fix.runner import FixRequest, FixRun, usage_error
     from envdoctor.host.live import LiveHost
 
     _check_timeout(timeout)
@@ -67,6 +67,9 @@ def fix(
     request = FixRequest(
         yes=yes, dry_run=dry_run, interactive=_interactive(), command_timeout=command_timeout
     )
+    problem = usage_error(request)
+    if problem is not None:  # before the check: nothing would be applied anyway
+        fail(problem)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     code = FixRun(LiveHost(), check, request, _TerminalConsole(), stamp)()
     raise typer.Exit(code)

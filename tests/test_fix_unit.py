@@ -379,3 +379,17 @@ def test_live_stream_ends_a_program_that_outlives_its_time() -> None:
     result = LiveHost().stream([sys.executable, "-c", "import time; time.sleep(60)"], 1, lambda line: None)
     assert result.timed_out and time.perf_counter() - started < 15
     assert LiveHost().stream(["/no/such/program"], 5, lambda line: None).start_error == "not found"
+
+
+# --- the command line --------------------------------------------------------------------------
+
+
+def test_fix_without_a_terminal_or_yes_is_bad_usage(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.cli_support import run_cli
+
+    ran = run_cli(capsys, monkeypatch, "fix", "--python", PY)  # pytest's stdin is no terminal
+    assert ran.code == 2 and "add --yes" in ran.err and ran.out == ""
+    ran = run_cli(capsys, monkeypatch, "fix", "--yes", "--command-timeout", "1")
+    assert ran.code == 2 and "--command-timeout 1" in ran.err
