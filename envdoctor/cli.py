@@ -91,6 +91,7 @@ def _live_report_inputs(
     probes: Sequence[ProbeSpec[Any]] | None = None,
     smoke: bool = True,
     smoke_size: int | None = None,
+    offline: bool = False,
 ) -> tuple[PlatformInfo, Interpreter, tuple[ProbeResult, ...]]:
     from envdoctor.engine import run_probes
     from envdoctor.host.live import LiveHost
@@ -102,7 +103,7 @@ def _live_report_inputs(
         target = start_target(host, python)
     except TargetError as exc:
         fail(str(exc))
-    options = CheckOptions(smoke=smoke, smoke_size=smoke_size, timeout=timeout)
+    options = CheckOptions(smoke=smoke, smoke_size=smoke_size, timeout=timeout, offline=offline)
     ctx = ProbeContext(host=host, target=target, options=options)
     chosen = PROBES if probes is None else probes
     results = run_probes(ctx, chosen, while_waiting=lambda: _warm_renderer(fmt))
@@ -158,6 +159,12 @@ def check(
         help="Smoke-test matrix size (default: 1024 on GPUs, reduced to fit free memory; 256 on the "
         "CPU, which uses at most 1024).",
     ),
+    offline: bool = typer.Option(
+        False,
+        "--offline",
+        help="Ask nothing of the network: fixes then use local sources or say they were not checked "
+        "(also ENVDOCTOR_OFFLINE=1).",
+    ),
     requested: Optional[dict[str, Any]] = None,  # the options check_options adds, keyed by option name
 ) -> None:
     from envdoctor.engine import judge, selected_probes
@@ -179,7 +186,13 @@ def check(
         report = judge(snap.platform, snap.interpreter, snap.probes, settings, source=from_snapshot)
     else:
         inputs = _live_report_inputs(
-            python, timeout, fmt, selected_probes(settings), smoke=not no_smoke, smoke_size=smoke_size
+            python,
+            timeout,
+            fmt,
+            selected_probes(settings),
+            smoke=not no_smoke,
+            smoke_size=smoke_size,
+            offline=offline,
         )
         report = judge(*inputs, settings)
     emit(report, fmt, verbose, output, _write)
@@ -306,6 +319,9 @@ def install(
     fmt: OutputFormat = typer.Option(
         OutputFormat.console, "--format", "-f", help="Output format.", case_sensitive=False
     ),
+    offline: bool = typer.Option(
+        False, "--offline", help="Ask nothing of the network (no check that an index answers)."
+    ),
 ) -> None:
     from envdoctor.cli_lean import CommandError
     from envdoctor.cli_lean import install as body
@@ -320,6 +336,7 @@ def install(
         "gpu": gpu,
         "manager": manager.value if manager else None,
         "mirror": mirror,
+        "offline": offline,
     }
     try:
         text, code = body(options, fmt.value)

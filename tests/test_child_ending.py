@@ -67,10 +67,16 @@ def test_the_torch_probe_and_its_rule_say_the_same_words() -> None:
 
 def test_the_nvml_probe_says_how_its_child_ended() -> None:
     dead = ChildOutcome((), 2, stderr_tail="Traceback (most recent call last):\nImportError: libnvidia-ml\n")
-    facts = nvml.collect(context(FakeHost(children={"nvml_probe.py": dead})))
+    no_pci = {"/sys/bus/pci/devices"}
+    facts = nvml.collect(
+        context(FakeHost(children={"nvml_probe.py": dead}, absent=no_pci, programs={"nvidia-smi": None}))
+    )
     assert facts.status is nvml.NvmlStatus.FAILED
     assert facts.error == "the NVML query exited with code 2: ImportError: libnvidia-ml"
-    hung = nvml.collect(context(FakeHost(children={"nvml_probe.py": ChildOutcome((), None, timed_out=True)})))
+    hanging = ChildOutcome((), None, timed_out=True)
+    hung = nvml.collect(
+        context(FakeHost(children={"nvml_probe.py": hanging}, absent=no_pci, programs={"nvidia-smi": None}))
+    )
     assert hung.error == "the NVML query hung for 15 s"
 
 

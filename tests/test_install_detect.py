@@ -11,10 +11,14 @@ from envdoctor.install.detect import PipIndex, configured_pip_index
 from envdoctor.install.session import Given, RequestError, run
 from envdoctor.model import PlatformInfo
 from envdoctor.target import PythonInfo
+from tests.install_support import text
 
 VENV = "/home/user/project/.venv"
 PYTHON = f"{VENV}/bin/python"
 INFO = PythonInfo(PYTHON, "3.11.9", "CPython", 64, VENV, True, False)
+# Parts of the machine these tests leave out (FakeHost is strict): no pip in the venv (its version
+# changes how pip reads its files), no PCI bus listing (NVML answers for the GPUs).
+LEFT_OUT = {f"{VENV}/lib/python3.11/site-packages", f"{VENV}\\Lib\\site-packages", "/sys/bus/pci/devices"}
 
 
 def _python_record(version: str = "3.11.9") -> ChildOutcome:
@@ -57,6 +61,7 @@ def _host(**fields: object) -> FakeHost:
         environ={"VIRTUAL_ENV": VENV, "HOME": "/home/user"},
         files={PYTHON: ""},
         children={"python_info.py": _python_record(), "nvml_probe.py": _nvml_record()},
+        absent=set(LEFT_OUT),
     )
     for key, value in fields.items():
         setattr(host, key, value)
@@ -72,7 +77,7 @@ def test_this_machine_is_detected() -> None:
     assert session.plan.variant == "cu121"
     assert "RTX 3090 (sm_86) is in cu121's arch list" in session.plan.reason
     # pip of the examined interpreter, as in check's fixes, so the install lands in that environment
-    assert session.plan.commands[-1].command.startswith(f"{PYTHON} -m pip install torch==2.5.1 ")
+    assert text(session.plan.commands[-1]).startswith(f"{PYTHON} -m pip install torch==2.5.1 ")
 
 
 def test_an_unknown_platform_here_is_a_plan_failure_not_a_usage_error() -> None:
@@ -129,7 +134,7 @@ def test_configured_pytorch_cpu_index_is_not_relied_on() -> None:
     )
     session = run(Given(driver="580.65.06", gpus=("RTX 4090",)), host)
     assert session.plan.variant == "cu130"
-    assert session.plan.commands[-1].command.endswith("--index-url https://download.pytorch.org/whl/cu130")
+    assert text(session.plan.commands[-1]).endswith("--index-url https://download.pytorch.org/whl/cu130")
     assert any("pip is configured with" in w for w in session.plan.warnings)
 
 
@@ -144,7 +149,7 @@ def test_configured_pypi_mirror_is_reported() -> None:
     session = run(Given(os="linux", driver="560.94", gpus=("RTX 4070",)), host)
     mirror = {i.name: (i.value, i.origin) for i in session.inputs}["Mirror"]
     assert mirror[1] == "detected (PIP_INDEX_URL)" and "TUNA" in mirror[0]
-    assert session.plan.commands[-1].command.endswith("--index-url https://download.pytorch.org/whl/cu126")
+    assert text(session.plan.commands[-1]).endswith("--index-url https://download.pytorch.org/whl/cu126")
     assert any("mirrors PyPI only" in w for w in session.plan.warnings)
 
 
@@ -155,7 +160,7 @@ def test_pip_config_precedence() -> None:
         "[install]\nindex-url = https://user-install.example/simple\n",
         f"{VENV}/pip.conf": "[global]\nindex-url = https://site.example/simple\n",
     }
-    host = FakeHost(environ={"HOME": "/home/user"}, files=dict(files))
+    host = FakeHost(environ={"HOME": "/home/user"}, files=dict(files), absent=set(LEFT_OUT))
     # pip merges section.key over the files first, then applies [global] < [install]: the user
     # file's [install] beats the site file's [global] (mirror_facts.md 1.2, pip's cli/parser.py).
     found = configured_pip_index(host, INFO)
@@ -182,6 +187,7 @@ def test_install_reads_pip_config_as_the_mirrors_probe_does() -> None:
     host = FakeHost(
         environ={"HOME": "/home/user"},
         files={"/etc/pip.conf": f"[global]\nindex-url = {tuna}\n", user: "[global]\nindex-url =\n"},
+        absent=set(LEFT_OUT),
     )
     assert configured_pip_index(host, INFO) is None  # an empty value in a later file cancels it
     del host.files[user]

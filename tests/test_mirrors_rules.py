@@ -50,6 +50,8 @@ def findings(
     )
     if windows:
         host.environ.setdefault("APPDATA", "C:\\Users\\user\\AppData\\Roaming")
+    # No pip in the examined environment unless a test scripts one (FakeHost is strict).
+    host.absent.add(f"{prefix}\\Lib\\site-packages" if windows else f"{prefix}/lib/python3.11/site-packages")
     info = PythonInfo(python, "3.11.7", "CPython", 64, prefix, True, False)
     interpreter = Interpreter(python, "test")
     facts = collect(ProbeContext(host=host, target=Target(interpreter, info)))

@@ -31,7 +31,7 @@ def test_system_detects_wsl_and_container() -> None:
 
 
 def test_system_without_psutil_answers_is_still_facts() -> None:
-    host = FakeHost(mem=None, disk=None, cpus=None)
+    host = FakeHost(mem=None, disk=None, cpus=None, absent={"/proc/version", "/proc/1/cgroup"})
     facts = system.collect(context(host))
     assert facts.memory_total_bytes is None and "? RAM" in system.describe(facts)
 
@@ -65,7 +65,8 @@ def test_nvml_ok_record() -> None:
                     "errors": [],
                 }
             )
-        }
+        },
+        absent={nvml.PCI_DEVICES},  # no sysfs (a container): NVML alone answers
     )
     facts = nvml.collect(context(host))
     assert facts.working and facts.driver_cuda == "12.4"
@@ -106,6 +107,7 @@ def test_nvidia_smi_fallback_when_pynvml_missing() -> None:
             ),
             (smi,): CommandResult(0, SMI_HEADER),
         },
+        absent={nvml.PCI_DEVICES},
     )
     facts = nvml.collect(context(host))
     assert facts.source == "nvidia-smi" and facts.working
@@ -123,13 +125,18 @@ def test_nvidia_smi_reporting_mismatch() -> None:
                 9, "Failed to initialize NVML: Driver/library version mismatch\n"
             )
         },
+        absent={nvml.PCI_DEVICES},
     )
     facts = nvml.collect(context(host))
     assert facts.status == "version_mismatch" and facts.source == "nvidia-smi"
 
 
 def test_nvml_child_crash_without_smi_is_a_fact() -> None:
-    host = FakeHost(children={"nvml_probe.py": ChildOutcome(records=(), returncode=None, signal=11)})
+    host = FakeHost(
+        children={"nvml_probe.py": ChildOutcome(records=(), returncode=None, signal=11)},
+        programs={"nvidia-smi": None},
+        absent={nvml.PCI_DEVICES},
+    )
     facts = nvml.collect(context(host))
     assert facts.status == "failed" and "signal 11" in (facts.error or "")
 
@@ -141,7 +148,12 @@ def test_nvml_not_applicable_on_macos() -> None:
 
 def test_windows_nvidia_smi_default_location() -> None:
     path = "C:\\Windows\\System32\\nvidia-smi.exe"
-    host = FakeHost(platform_info=WINDOWS, files={path: ""}, environ={"SystemRoot": "C:\\Windows"})
+    host = FakeHost(
+        platform_info=WINDOWS,
+        files={path: ""},
+        environ={"SystemRoot": "C:\\Windows"},
+        programs={"nvidia-smi": None},  # not on PATH: found where the driver installs it
+    )
     assert nvml._nvidia_smi(host) == path
 
 

@@ -58,6 +58,14 @@ class DiskInfo:
     free_bytes: int
 
 
+@dataclass(frozen=True)
+class UrlStatus:
+    """What one short request to a URL got: an HTTP status, or why nothing answered."""
+
+    status: int | None  # any HTTP status means the server answered
+    error: str | None = None  # "Name or service not known", "timed out", ...
+
+
 def file_too_large(path: str, max_bytes: int) -> OSError:
     """The error a capped read raises: one wording for the live and the scripted host."""
     return OSError(errno.EFBIG, f"larger than {max_bytes // 1024} KiB, more than envdoctor reads", path)
@@ -134,4 +142,8 @@ class Host(Protocol):
 
     def home(self) -> str | None:
         """The user's home folder as Python's expanduser("~") finds it; None when there is none."""
+        ...
+
+    def url_status(self, url: str, timeout: float) -> UrlStatus:
+        """One GET of `url`, its body left unread, within about `timeout` seconds; never raises."""
         ...

@@ -8,7 +8,7 @@ data yet (data as of ...)".
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -55,6 +55,7 @@ class Release:
     python: tuple[str, ...]  # "3.11", ...
     pypi_linux_x86_64_default: str  # the variant plain `pip install torch` gives on Linux x86_64
     platforms: tuple[tuple[str, PlatformBuilds], ...] = ()
+    assumed: bool = False  # not in the data: builds carried forward from the newest known release
 
     @property
     def version(self) -> Version:
@@ -79,6 +80,13 @@ class Release:
 
     def builds(self, platform: str) -> PlatformBuilds | None:
         return dict(self.platforms).get(platform)
+
+    def platform_pythons(self) -> tuple[str, ...]:
+        """Every Python version with wheels on some platform of this release."""
+        found = dict.fromkeys(self.python)
+        for _, builds in self.platforms:
+            found.update(dict.fromkeys(builds.python or ()))
+        return tuple(found)
 
     def python_for(self, platform: str) -> tuple[str, ...]:
         builds = self.builds(platform)
@@ -135,12 +143,72 @@ def releases_as_of() -> str:
     return str(load_table("releases.json")["as_of"])
 
 
+def known_releases() -> tuple[Release, ...]:
+    """Every release envdoctor may plan with, oldest first: the one query planners and rules ask.
+
+    Today the built-in table; a refreshed overlay (`envdoctor update`) adds its releases here, so
+    nothing else needs to know where a release came from.
+    """
+    return releases()
+
+
+def newest_release() -> Release:
+    return known_releases()[-1]
+
+
+def newer_than_data(version: str | None) -> bool:
+    """Whether `version` ("2.15.0+cpu") is a release past the newest envdoctor knows."""
+    wanted = parse_version((version or "").split("+", 1)[0])
+    return wanted is not None and wanted > newest_release().version
+
+
+def data_horizon() -> str:
+    """ "up to 2.13.0, 2026-08-21": how far the release data reaches, for "newer than" sentences."""
+    return f"up to {newest_release().torch}, {releases_as_of()}"
+
+
+def assumed_release(version: str) -> Release | None:
+    """A best-effort stand-in for a release newer than the data: its builds, Python versions and
+    companions unknown, carried forward from the newest known release (companions left unpinned,
+    so the resolver pairs them). None unless `version` is newer than the data within the same major
+    version: a new major version may change every build, so nothing is carried across it."""
+    if not newer_than_data(version):
+        return None
+    newest = newest_release()
+    if Version(version.split("+", 1)[0]).major != newest.version.major:
+        return None
+    public = str(Version(version.split("+", 1)[0]))
+    return Release(
+        torch=public,
+        torchvision=None,
+        torchaudio=None,
+        cuda=newest.cuda,
+        rocm=newest.rocm,
+        python=newest.python,
+        pypi_linux_x86_64_default="",
+        # Which build PyPI carries for a new release is not known: commands name the variant's index.
+        platforms=tuple((name, replace(builds, pypi="")) for name, builds in newest.platforms),
+        assumed=True,
+    )
+
+
+def wheel_platform_tag(torch: str, platform: str) -> str | None:
+    """The platform tag of PyTorch's index wheels of `torch` for `platform`, when the data knows it."""
+    version = parse_version(torch.split("+", 1)[0])
+    if version is None:
+        return None
+    for row in load_table("releases.json").get("wheel_platform_tags", ()):
+        if row["platform"] == platform and _in_range(version, row):
+            return str(row["tag"])
+    return None
+
+
 def release(version: str) -> Release | None:
     """The release row for "2.5.1" (a local label like "+cu124" is ignored)."""
     wanted = parse_version(version.split("+", 1)[0])
     if wanted is None:
         return None
-    for row in releases():
+    for row in known_releases():
         if row.version == wanted:
             return row
     return None
@@ -151,7 +219,7 @@ def release_series(version: str) -> tuple[Release, ...]:
     wanted = parse_version(version.split("+", 1)[0])
     if wanted is None:
         return ()
-    return tuple(r for r in releases() if r.version.release[:2] == wanted.release[:2])
+    return tuple(r for r in known_releases() if r.version.release[:2] == wanted.release[:2])
 
 
 def resolve_release(text: str) -> Release | None:
@@ -161,7 +229,7 @@ def resolve_release(text: str) -> Release | None:
         return None
     if len(wanted.release) != 2:
         return release(text)
-    series = [r for r in releases() if r.version.release[:2] == wanted.release[:2]]
+    series = [r for r in known_releases() if r.version.release[:2] == wanted.release[:2]]
     return series[-1] if series else None
 
 
@@ -188,7 +256,7 @@ def platform_key(os_name: str, machine: str) -> str:
 
 def known_platforms() -> tuple[str, ...]:
     found: dict[str, None] = {}
-    for row in releases():
+    for row in known_releases():
         found.update(dict.fromkeys(name for name, _ in row.platforms))
     return tuple(found)
 
@@ -243,7 +311,7 @@ def pypi_plain(row: Release, platform: str, variant: str) -> bool:
 
 def python_versions() -> tuple[str, ...]:
     """Every Python minor version some known release has wheels for, oldest first."""
-    found = {p for row in releases() for p in row.python}
+    found = {p for row in known_releases() for p in row.platform_pythons()}
     return tuple(sorted(found, key=Version))
 
 

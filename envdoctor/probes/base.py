@@ -23,6 +23,7 @@ class CheckOptions:
     smoke: bool = True
     smoke_size: int | None = None
     timeout: float = 60.0
+    offline: bool = False  # no network at all (the sources probe's reachability checks)
 
 
 @dataclass(frozen=True)
