@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import atexit
+import collections
+import contextlib
 import json
 import os
 import platform
@@ -11,8 +13,9 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +127,34 @@ class LiveHost:
             out, err = _kill(proc)
             return CommandResult(returncode=None, stdout=out, stderr=err, timed_out=True)
         return CommandResult(returncode=proc.returncode, stdout=out, stderr=err)
+
+    def stream(self, argv: Sequence[str], timeout: float, on_line: Callable[[str], None]) -> CommandResult:
+        try:
+            proc = _start(argv, self._env, merge_stderr=True)
+        except OSError as exc:
+            return CommandResult(returncode=None, start_error=_describe_start_error(exc))
+        tail: collections.deque[str] = collections.deque(maxlen=200)
+
+        def pump() -> None:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                tail.append(line)
+                on_line(line)
+
+        reader = threading.Thread(target=pump, name="stream-output", daemon=True)
+        reader.start()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _end_group(proc)
+            reader.join(5)
+            return CommandResult(returncode=None, stdout="".join(tail), timed_out=True)
+        except KeyboardInterrupt:
+            _end_group(proc)  # the whole group: pip's own children (builds) too
+            reader.join(5)
+            raise
+        reader.join(5)
+        return CommandResult(returncode=proc.returncode, stdout="".join(tail))
 
     def python_json(self, interpreter: str, script: str, args: Sequence[str], timeout: float) -> ChildOutcome:
         early = _EARLY.pop((interpreter, script, tuple(args)), None) if self._env == os.environ else None
@@ -254,18 +285,21 @@ def parse_records(stdout: str) -> tuple[Mapping[str, Any], ...]:
     return tuple(records)
 
 
-def _start(argv: Sequence[str], env: Mapping[str, str]) -> subprocess.Popen[str]:
+def _start(argv: Sequence[str], env: Mapping[str, str], merge_stderr: bool = False) -> subprocess.Popen[str]:
     extra: dict[str, Any] = {}
     if os.name == "posix":
         # A session of its own lets a timeout kill the whole tree, grandchildren included.
         extra["start_new_session"] = True
     else:
-        extra["creationflags"] = getattr(subprocess, "CREATE_NO_WINDOW", 0)
+        # Its own process group, so that Ctrl-C reaches envdoctor, which then ends the program.
+        extra["creationflags"] = getattr(subprocess, "CREATE_NO_WINDOW", 0) | (
+            getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0) if merge_stderr else 0
+        )
     return subprocess.Popen(
         list(argv),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
         text=True,
         encoding="utf-8",
         errors="replace",
@@ -287,6 +321,19 @@ def _kill(proc: subprocess.Popen[str]) -> tuple[str, str]:
     except subprocess.TimeoutExpired:
         return "", ""
     return out or "", err or ""
+
+
+def _end_group(proc: subprocess.Popen[str]) -> None:
+    """Kill a streamed program's process group; its output pipe is left to the thread reading it."""
+    try:
+        if os.name == "posix":
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.kill()
+    except OSError:
+        pass
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)
 
 
 def _describe_start_error(exc: OSError) -> str:
