@@ -90,11 +90,11 @@ def _system_nvcc_fix(
     # The kept toolkit goes right before the first system folder holding an nvcc; the rest keeps its order.
     first = min(b.index for b in system)
     rest: list[str] = []
-    for index, entry in enumerate(facts.path):
+    for index, folder in enumerate(facts.path):
         if index == first:
             rest.append(keep.path)
         if index not in drop and index != keep.index:
-            rest.append(entry)
+            rest.append(folder)
     return Fix(
         summary=f"Leave {', '.join(b.path for b in system)} on {path_name(ctx)}: other programs "
         f"live there. The nvcc in it is {'; '.join(files)}: remove or rename that file if you put "
