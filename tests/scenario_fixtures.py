@@ -120,6 +120,8 @@ def _linux_system(container: str | None = None) -> SystemFacts:
         disk_path="/home/user/project/.venv",
         disk_free_bytes=200 * GIB,
         disk_total_bytes=1000 * GIB,
+        distro="ubuntu",
+        distro_like=("debian",),
     )
 
 
