@@ -174,6 +174,24 @@ def test_uv_names_an_explicit_index() -> None:
     assert 'torch = [{ index = "pytorch-cu126" }]' in snippet
 
 
+def test_uv_installs_into_the_examined_interpreter() -> None:
+    """Issue 13 item 24: without --python, `uv pip install` picks whatever environment uv finds."""
+    python = "/home/user/project/.venv/bin/python"
+    result = _plan("RTX 4070", driver_version="560.94", manager="uv", python_launcher=(python, "-m", "pip"))
+    first = result.commands[0].command
+    assert first.startswith(f"uv pip install --python {python} torch==")
+    generic = _plan("RTX 4070", driver_version="560.94", manager="uv")  # no examined interpreter
+    assert "--python" not in generic.commands[0].command
+
+
+def test_the_conda_note_points_at_no_direction() -> None:
+    """The note is printed after the command it talks about: no "below" (nor "above")."""
+    new = _plan("RTX 4070", driver_version="560.94", manager="conda")
+    notes = " ".join(new.warnings)
+    assert "pip command of this plan" in notes
+    assert "below" not in notes and "above" not in notes
+
+
 def test_conda_until_2_5_1_then_pip_inside_the_env() -> None:
     old = _plan("RTX 4070", driver_version="560.94", torch="2.5.1", manager="conda")
     assert [c.manager for c in old.commands] == ["conda"]

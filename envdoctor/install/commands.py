@@ -125,9 +125,13 @@ def pip_command(
     return PlannedCommand("pip", join(argv, os_name))
 
 
-def uv_commands(release: Release, variant: str, index: IndexChoice, os_name: str) -> list[PlannedCommand]:
+def uv_commands(
+    release: Release, variant: str, index: IndexChoice, os_name: str, python: str | None = None
+) -> list[PlannedCommand]:
+    """`python`: the examined interpreter; without --python, uv pip installs into whatever
+    environment uv finds (an activated one, or .venv in the working directory)."""
     pins = pip_pins(release, variant, index)
-    argv = ["uv", "pip", "install", *pins]
+    argv = ["uv", "pip", "install", *(("--python", python) if python else ()), *pins]
     if index.url:
         argv += ["--find-links" if index.flat else "--index-url", index.url]
     commands = [PlannedCommand("uv", join(argv, os_name))]

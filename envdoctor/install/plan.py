@@ -417,12 +417,18 @@ def _uninstall_first(release: Release, variant: str, target: InstallTarget) -> P
     return PlannedCommand("pip", join(argv, target.os))
 
 
+def _examined_python(target: InstallTarget) -> str | None:
+    """The interpreter `check` examined (its launcher is `<python> -m pip`), for uv's --python."""
+    launcher = target.python_launcher
+    return launcher[0] if len(launcher) == 3 and launcher[1:] == ("-m", "pip") else None
+
+
 def _commands(
     release: Release, variant: str, target: InstallTarget, warnings: list[str]
 ) -> list[PlannedCommand]:
     index = choose_index(release, variant, target.platform, target.mirror, warnings)
     if target.manager == "uv":
-        return uv_commands(release, variant, index, target.os)
+        return uv_commands(release, variant, index, target.os, _examined_python(target))
     if target.manager == "conda":
         found = conda_command(release, variant, target.platform, target.os)
         if found is not None:
@@ -449,7 +455,8 @@ def _conda_missing(release: Release, variant: str, platform: str) -> str:
     else:
         why = f"the pytorch conda channel has no {variant} build of torch {release.torch} for {platform}"
     return (
-        f"{why}: inside your conda environment, install with pip (the command below); conda-forge's "
+        f"{why}: inside your conda environment, install with pip (the pip command of this plan); "
+        "conda-forge's "
         "'pytorch'/'pytorch-gpu' are community builds with their own versions"
     )
 
