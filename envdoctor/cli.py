@@ -114,7 +114,9 @@ def _live_report_inputs(
 
 def _write(text: str, output: str | None) -> None:
     if output is None:
-        sys.stdout.write(text)
+        from envdoctor.stream_text import for_stream
+
+        sys.stdout.write(for_stream(text, sys.stdout))
         sys.stdout.flush()
         return
     try:
@@ -248,7 +250,7 @@ def list_rules(
 ) -> None:
     from envdoctor.cli_lean import list_rules as body
 
-    typer.echo(body(fmt.value), nl=False)
+    _write(body(fmt.value), None)
 
 
 @app.command(help=COMMAND_HELP["explain"])
@@ -260,7 +262,7 @@ def explain(code: str = typer.Argument(..., help="A rule code such as ED101, or 
         text = body(code)
     except CommandError as exc:
         fail(str(exc))
-    typer.echo(text, nl=False)
+    _write(text, None)
 
 
 class Manager(str, Enum):
@@ -330,6 +332,9 @@ def install(
 
 def main() -> None:
     """Entry point: usage errors become one line and exit 2, never a traceback."""
+    from envdoctor.stream_text import protect_standard_streams
+
+    protect_standard_streams()
     try:
         rc = app(standalone_mode=False)
     except KeyboardInterrupt:
