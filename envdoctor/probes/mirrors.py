@@ -199,11 +199,15 @@ def _read(host: Host, path: str) -> tuple[str | None, ConfigStatus, str | None]:
     if host.is_dir(path):
         return None, DIRECTORY, "is a folder, not a file"
     try:
-        return host.read_text(path, max_bytes=CONFIG_MAX_BYTES), LOADED, None
+        # strict: pip ("contains invalid ... characters"), uv and conda all refuse such a file,
+        # where a lenient read would show it as loaded with mangled values.
+        return host.read_text(path, max_bytes=CONFIG_MAX_BYTES, strict=True), LOADED, None
     except OSError as exc:
         return None, UNREADABLE, exc.strerror or type(exc).__name__
+    except UnicodeDecodeError as exc:
+        return None, MALFORMED, f"contains bytes that are not valid UTF-8 (at byte {exc.start})"
     except UnicodeError as exc:
-        return None, UNREADABLE, f"not valid text ({exc})"
+        return None, MALFORMED, f"not valid text ({exc})"
 
 
 def _truthy(value: str | None) -> bool:
