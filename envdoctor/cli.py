@@ -28,7 +28,7 @@ app = typer.Typer(
     name="envdoctor",
     help=ROOT_HELP,
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
 )
 
