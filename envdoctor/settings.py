@@ -36,6 +36,11 @@ MEMORY_TOLERANCE = 0.02
 class SettingsError(ValueError):
     """Settings that cannot be used; the message is one line naming the option, key or file."""
 
+    def __init__(self, message: str) -> None:
+        # A value quoted into the message may hold a newline or another control character:
+        # written as an escape, so the message stays the one line the CLI promises.
+        super().__init__("".join(c if c.isprintable() else repr(c)[1:-1] for c in str(message)))
+
 
 class ExpectationError(SettingsError):
     """A value that cannot be used: which key, what it was, why, and a value that would work."""
