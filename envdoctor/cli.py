@@ -30,7 +30,7 @@ app = typer.Typer(
     name="envdoctor",
     help=ROOT_HELP,
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
 )
 
@@ -122,7 +122,9 @@ def _live_report_inputs(
 
 def _write(text: str, output: str | None) -> None:
     if output is None:
-        sys.stdout.write(text)
+        from envdoctor.stream_text import for_stream
+
+        sys.stdout.write(for_stream(text, sys.stdout))
         sys.stdout.flush()
         return
     try:
@@ -269,7 +271,7 @@ def list_rules(
 ) -> None:
     from envdoctor.cli_lean import list_rules as body
 
-    typer.echo(body(fmt.value), nl=False)
+    _write(body(fmt.value), None)
 
 
 @app.command(help=COMMAND_HELP["explain"])
@@ -281,7 +283,7 @@ def explain(code: str = typer.Argument(..., help="A rule code such as ED101, or 
         text = body(code)
     except CommandError as exc:
         fail(str(exc))
-    typer.echo(text, nl=False)
+    _write(text, None)
 
 
 class Manager(str, Enum):
@@ -360,6 +362,9 @@ app.command("fix", help=COMMAND_HELP["fix"])(_cli_fix.fix)
 
 def main() -> None:
     """Entry point: usage errors become one line and exit 2, never a traceback."""
+    from envdoctor.stream_text import protect_standard_streams
+
+    protect_standard_streams()
     try:
         rc = app(standalone_mode=False)
     except KeyboardInterrupt:

@@ -23,6 +23,9 @@ ROOT_HELP = (
 )
 VERSION_HELP = "Print the version."
 HELP_HELP = "Show this message and exit."  # click's own text for --help
+# typer's texts for its shell-completion options (add_completion=True).
+INSTALL_COMPLETION_HELP = "Install completion for the current shell."
+SHOW_COMPLETION_HELP = "Show completion for the current shell, to copy it or customize the installation."
 
 # Each command's help as typer shows it under `envdoctor COMMAND --help`; the root page shows the
 # first paragraph. The order is the order of the root page.
@@ -46,8 +49,9 @@ COMMAND_HELP: dict[str, str] = {
     "130 interrupted.",
 }
 
-# Below this width rich truncates the option column ("--versi…"); typer draws such pages.
-MIN_WIDTH = 40
+# Below this width rich shrinks the option column (30 cells with --install-completion) and
+# redistributes the rest; typer draws such pages.
+MIN_WIDTH = 53
 
 
 # --- styled text: the small part of rich this page needs ----------------------------------------
@@ -227,7 +231,12 @@ def _description(width: int) -> list[_Line]:
 
 
 def _options(width: int) -> list[_Line]:
-    options = (("--version", VERSION_HELP), ("--help", HELP_HELP))
+    options = (
+        ("--version", VERSION_HELP),
+        ("--install-completion", INSTALL_COMPLETION_HELP),
+        ("--show-completion", SHOW_COMPLETION_HELP),
+        ("--help", HELP_HELP),
+    )
     name_width = max(len(name) for name, _ in options)
     # typer's option table keeps four empty columns (short names, negations, types) after the
     # names: with the columns' padding, the help starts 10 cells after the longest name.

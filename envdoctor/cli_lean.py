@@ -28,9 +28,12 @@ class CommandError(Exception):
 def explain(code: str, environ: Mapping[str, str] = os.environ) -> str:
     from envdoctor import rule_catalogue
 
-    entry = rule_catalogue.find(rule_catalogue.load(environ), code)
+    entries = rule_catalogue.load(environ)
+    entry = rule_catalogue.find(entries, code)
     if entry is None:
-        raise CommandError(f"unknown rule {code!r}; expected a code like ED101 (see `envdoctor rules`)")
+        close = rule_catalogue.suggest(entries, code)
+        hint = f"did you mean {close}? " if close else ""
+        raise CommandError(f"unknown rule {code!r}; {hint}expected a code like ED101 (see `envdoctor rules`)")
     return rule_catalogue.explain_text(entry)
 
 

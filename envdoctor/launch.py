@@ -37,13 +37,14 @@ def _early_torch_child(argv: list[str]) -> None:
 def _quick(argv: list[str]) -> None:
     """Answer a quick command and exit, or return for the typer app to handle argv."""
     from envdoctor.cli_lean import answer
+    from envdoctor.stream_text import for_stream
 
     try:
         answered = answer(argv)
         if answered is None:
             return
         out, err, code = answered
-        sys.stdout.write(out)
+        sys.stdout.write(for_stream(out, sys.stdout))
         sys.stdout.flush()
         sys.stderr.write(err)
     except KeyboardInterrupt:
@@ -54,6 +55,9 @@ def _quick(argv: list[str]) -> None:
 
 
 def main() -> None:
+    from envdoctor.stream_text import protect_standard_streams
+
+    protect_standard_streams()  # a cp1252 or ASCII stdout still prints every command
     argv = sys.argv[1:]
     if argv[:1] == ["check"]:
         _early_torch_child(argv)

@@ -141,9 +141,40 @@ def find(entries: Sequence[Entry], wanted: str) -> Entry | None:
     return None
 
 
+# Each rules area (its package name) in the words of the report's sections.
+AREA_TITLES = {
+    "nvml": "NVIDIA driver",
+    "torch": "PyTorch build",
+    "toolkit": "CUDA toolkit",
+    "windows": "Windows runtime",
+    "mirrors": "Package indexes",
+    "expectations": "Project expectations",
+    "envdoctor": "envdoctor itself",
+}
+
+
+def area_title(area: str) -> str:
+    return AREA_TITLES.get(area, area)
+
+
+def explain_header(code: str, name: str, severity: str, area: str) -> str:
+    return f"{code} {name} ({severity}; about: {area_title(area)})"
+
+
+def suggest(entries: Sequence[Entry], wanted: str) -> str | None:
+    """The code or name closest to a mistyped one (ED1O1, driver-to-old), if one is close."""
+    import difflib
+
+    wanted = wanted.strip()
+    codes = difflib.get_close_matches(wanted.upper(), [e[0] for e in entries], n=1, cutoff=0.6)
+    names = difflib.get_close_matches(wanted.lower(), [e[1] for e in entries], n=1, cutoff=0.6)
+    found = codes or names
+    return found[0] if found else None
+
+
 def explain_text(entry: Entry) -> str:
     code, name, severity, area, summary, what, why, fix, example, folded_under = entry
-    lines = [f"{code} {name} ({severity}, area: {area})", f"{summary}\n"]
+    lines = [explain_header(code, name, severity, area), f"{summary}\n"]
     for heading, text in (
         ("What it checks", what),
         ("Why it matters", why),

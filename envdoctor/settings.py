@@ -36,6 +36,11 @@ MEMORY_TOLERANCE = 0.02
 class SettingsError(ValueError):
     """Settings that cannot be used; the message is one line naming the option, key or file."""
 
+    def __init__(self, message: str) -> None:
+        # A value quoted into the message may hold a newline or another control character:
+        # written as an escape, so the message stays the one line the CLI promises.
+        super().__init__("".join(c if c.isprintable() else repr(c)[1:-1] for c in str(message)))
+
 
 class ExpectationError(SettingsError):
     """A value that cannot be used: which key, what it was, why, and a value that would work."""
@@ -309,7 +314,10 @@ def _toml_loads(text: str) -> dict[str, Any]:
 def load_config(explicit: str | None, cwd: str) -> tuple[str, dict[str, object]] | None:
     """(label, values) from --config FILE, else ./envdoctor.toml, else ./pyproject.toml's table.
 
-    The label names the file and table for messages ("pyproject.toml [tool.envdoctor]").
+    The label names the file and table for messages ("pyproject.toml [tool.envdoctor]"). A
+    pyproject.toml found in `cwd` belongs to the project, not to envdoctor: when it cannot be read
+    or parsed, one warning line goes to stderr and the check goes on (as uv does), unless the
+    [tool.envdoctor] table itself is what is broken.
     """
     if explicit is not None:
         path = Path(explicit)
@@ -326,16 +334,52 @@ def load_config(explicit: str | None, cwd: str) -> tuple[str, dict[str, object]]
     return None
 
 
+def _warn(message: str) -> None:
+    sys.stderr.write(f"envdoctor: warning: {message}\n")
+
+
+# The [tool.envdoctor] table and its sub-tables, up to the next table header of something else.
+_OWN_HEADER = re.compile(r"^\s*\[\s*tool\s*\.\s*envdoctor\s*(?:\.[^\]]*)?\]\s*(?:#.*)?$")
+_ANY_HEADER = re.compile(r"^\s*\[")
+
+
+def _own_table_text(text: str) -> str | None:
+    """The lines of [tool.envdoctor] out of a pyproject.toml that does not parse as a whole."""
+    own: list[str] = []
+    inside = False
+    for line in text.splitlines():
+        if _ANY_HEADER.match(line):
+            inside = bool(_OWN_HEADER.match(line))
+        if inside:
+            own.append(line)
+    return "\n".join(own) + "\n" if own else None
+
+
 def _read_config(path: Path, shown: str, required: bool) -> tuple[str, dict[str, object]] | None:
+    tolerant = not required and path.name == PYPROJECT  # the project's file, not envdoctor's
     try:
-        text = path.read_text(encoding="utf-8")
+        # utf-8-sig: a byte-order mark (Windows editors write one) is read past, as uv and pip do.
+        text = path.read_bytes().decode("utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        if tolerant:
+            _warn(f"{shown}: cannot be read ({reason}); its {TABLE} table, if any, is ignored")
+            return None
         raise ConfigError(f"{shown}: cannot be read ({reason})") from None
     try:
         data = _toml_loads(text)
     except ValueError as exc:
-        raise ConfigError(f"{shown}: not valid TOML ({exc})") from None
+        if not tolerant:
+            raise ConfigError(f"{shown}: not valid TOML ({exc})") from None
+        own = _own_table_text(text)
+        if own is None:
+            _warn(f"{shown}: not valid TOML ({exc}); ignored (it has no {TABLE} table)")
+            return None
+        try:
+            data = _toml_loads(own)
+        except ValueError as own_exc:
+            raise ConfigError(f"{shown} {TABLE}: not valid TOML ({own_exc})") from None
+        _warn(f"{shown}: not valid TOML outside {TABLE} ({exc}); the rest of it is ignored")
     tool = data.get("tool")
     table = tool.get("envdoctor") if isinstance(tool, dict) else None
     if table is not None:

@@ -166,6 +166,8 @@ def _linux_system(machine: Machine, container: str | None = None) -> None:
     else:
         assert container is None
         machine.file("/proc/1/cgroup", "0::/init.scope\n")
+    # What the distribution says of itself (the driver fix is per distribution).
+    machine.file("/etc/os-release", 'NAME="Ubuntu"\nID=ubuntu\nID_LIKE=debian\n')
 
 
 def _windows_system(machine: Machine) -> None:

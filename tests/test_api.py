@@ -33,6 +33,7 @@ def gpu_host() -> FakeHost:
             PYTHON: "",
             "/proc/version": "Linux version 6.1.0 (gcc 12.2.0) #1 SMP\n",
             "/proc/1/cgroup": "0::/init.scope\n",
+            "/etc/os-release": "ID=debian\n",
         },
         dirs={
             "/usr/local": ("bin", "include", "lib", "share"),  # no CUDA toolkit there or on PATH

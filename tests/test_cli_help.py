@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 
 import pytest
 import typer.rich_utils
@@ -34,7 +35,7 @@ def typer_page(prog: str, width: int, styled: bool, monkeypatch: pytest.MonkeyPa
 def cases() -> Iterator[tuple[str, int, bool]]:
     for width in range(MIN_WIDTH, 121):
         yield "envdoctor", width, width % 3 == 0  # every width; colour on a third of them
-    for width in (MIN_WIDTH, 47, 53, 80, 157, 250):
+    for width in (MIN_WIDTH, 54, 80, 157, 250):
         yield "python -m envdoctor", width, True  # a switch in the usage line, wrapped when narrow
         yield "python -m envdoctor", width, False
 
@@ -162,3 +163,21 @@ def test_terminal_page_equals_typers() -> None:
     lean, full = in_terminal(LEAN), in_terminal(TYPER)
     assert b"\x1b[1;33mUsage: \x1b[0m" in lean
     assert lean == full
+
+
+def test_shell_completion_is_offered_on_every_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 13 item 26: typer's --install-completion/--show-completion are on, and the lean
+    start-up page lists them as typer does."""
+    text = page("envdoctor", Console(100, False))
+    assert "--install-completion" in text and "--show-completion" in text
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_COMPLETE")}
+    shown = subprocess.run(
+        [str(Path(sys.executable).parent / "envdoctor"), "--show-completion", "bash"],
+        capture_output=True,
+        text=True,
+        env={**env, "SHELL": "/bin/bash"},
+        timeout=60,
+        check=False,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "complete" in shown.stdout and "_ENVDOCTOR_COMPLETE=complete_bash" in shown.stdout

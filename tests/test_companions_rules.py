@@ -287,7 +287,7 @@ def test_explain_prints_the_new_rules(
     run = run_cli(capsys, monkeypatch, "explain", code)
     assert run.code == 0
     rule = RULES_BY_CODE[code]
-    assert run.out.startswith(f"{code} {rule.name} (error, area: torch)")
+    assert run.out.startswith(f"{code} {rule.name} (error; about: PyTorch build)")
     for heading, text in (
         ("What it checks", rule.doc.what),
         ("Why it matters", rule.doc.why),

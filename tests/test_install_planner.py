@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from envdoctor.install.commands import resolve_mirror
+from envdoctor.install.commands import command_text, resolve_mirror
 from envdoctor.install.plan import InstallPlan, InstallTarget, plan
 from envdoctor.knowledge.gpus import parse_gpu
 from tests.install_support import parse_command, text
@@ -185,6 +185,24 @@ def test_uv_names_an_explicit_index() -> None:
     snippet = text(result.commands[1])
     assert "[[tool.uv.index]]" in snippet and "explicit = true" in snippet
     assert 'torch = [{ index = "pytorch-cu126" }]' in snippet
+
+
+def test_uv_installs_into_the_examined_interpreter() -> None:
+    """Issue 13 item 24: without --python, `uv pip install` picks whatever environment uv finds."""
+    python = "/home/user/project/.venv/bin/python"
+    result = _plan("RTX 4070", driver_version="560.94", manager="uv", python_launcher=(python, "-m", "pip"))
+    first = command_text(result.commands[0], "linux")
+    assert first.startswith(f"uv pip install --python {python} torch==")
+    generic = _plan("RTX 4070", driver_version="560.94", manager="uv")  # no examined interpreter
+    assert "--python" not in command_text(generic.commands[0], "linux")
+
+
+def test_the_conda_note_points_at_no_direction() -> None:
+    """The note is printed after the command it talks about: no "below" (nor "above")."""
+    new = _plan("RTX 4070", driver_version="560.94", manager="conda")
+    notes = " ".join(new.warnings)
+    assert "pip command of this plan" in notes
+    assert "below" not in notes and "above" not in notes
 
 
 def test_conda_until_2_5_1_then_pip_inside_the_env() -> None:

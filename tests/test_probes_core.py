@@ -22,7 +22,8 @@ def test_system_detects_wsl_and_container() -> None:
         files={
             "/proc/version": "Linux version 5.15.153.1-microsoft-standard-WSL2",
             "/proc/1/cgroup": "0::/kubepods/besteffort/pod1234",
-        }
+        },
+        absent={"/etc/os-release", "/usr/lib/os-release"},
     )
     facts = system.collect(context(host))
     assert facts.wsl and facts.container == "kubernetes"
@@ -31,7 +32,12 @@ def test_system_detects_wsl_and_container() -> None:
 
 
 def test_system_without_psutil_answers_is_still_facts() -> None:
-    host = FakeHost(mem=None, disk=None, cpus=None, absent={"/proc/version", "/proc/1/cgroup"})
+    host = FakeHost(
+        mem=None,
+        disk=None,
+        cpus=None,
+        absent={"/proc/version", "/proc/1/cgroup", "/etc/os-release", "/usr/lib/os-release"},
+    )
     facts = system.collect(context(host))
     assert facts.memory_total_bytes is None and "? RAM" in system.describe(facts)
 

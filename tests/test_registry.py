@@ -23,6 +23,7 @@ import envdoctor.probes
 import envdoctor.rules
 from envdoctor.probes import PROBES
 from envdoctor.probes.base import ProbeSpec
+from envdoctor.rule_catalogue import AREA_TITLES
 from envdoctor.rules import RULES
 from envdoctor.rules.base import Rule
 from envdoctor.rules.expectations.requirements import AREA as EXPECTATIONS_AREA
@@ -160,7 +161,8 @@ def test_explain_prints_every_rule(
     for rule in RULES:
         by_code = run_cli(capsys, monkeypatch, "explain", rule.code.lower())
         assert by_code.code == 0, f"{rule.code}: {by_code.err}"
-        assert by_code.out.startswith(f"{rule.code} {rule.name} ({rule.severity.value}, area: {rule.area})")
+        title = AREA_TITLES[rule.area]  # the area in words, not its package name
+        assert by_code.out.startswith(f"{rule.code} {rule.name} ({rule.severity.value}; about: {title})")
         for heading, text in (
             ("What it checks:", rule.doc.what),
             ("Why it matters:", rule.doc.why),

@@ -16,7 +16,10 @@ from envdoctor.rules import RULES
 def old_explain(code: str) -> str:
     """`explain` as cli.py printed it straight from the registry before the catalogue."""
     rule = next(r for r in RULES if r.code == code)
-    lines = [f"{rule.code} {rule.name} ({rule.severity.value}, area: {rule.area})", f"{rule.summary}\n"]
+    header = (
+        f"{rule.code} {rule.name} ({rule.severity.value}; about: {rule_catalogue.AREA_TITLES[rule.area]})"
+    )
+    lines = [header, f"{rule.summary}\n"]
     for heading, text in (
         ("What it checks", rule.doc.what),
         ("Why it matters", rule.doc.why),
@@ -125,3 +128,21 @@ def test_cache_folder_per_platform(
 ) -> None:
     monkeypatch.setattr(rule_catalogue.sys, "platform", platform)
     assert rule_catalogue.cache_dir(environ) == (None if expected is None else os.path.join(*expected))
+
+
+def test_explain_names_the_area_in_words_and_suggests_a_near_code() -> None:
+    """Issue 13 item 25: no package names ("area: nvml"), and "did you mean" for a near miss."""
+    from envdoctor.cli_lean import CommandError, explain
+
+    assert set(rule_catalogue.AREA_TITLES) == {r.area for r in RULES}
+    text = explain("ED101")
+    assert "(error; about: NVIDIA driver)" in text.splitlines()[0] and "area:" not in text
+    for typed, meant in (("ED1011", "ED101"), ("ed10", None), ("driver-to-old-for-torch-cuda", None)):
+        with pytest.raises(CommandError) as caught:
+            explain(typed)
+        assert "did you mean" in str(caught.value)
+        if meant:
+            assert f"did you mean {meant}?" in str(caught.value)
+    with pytest.raises(CommandError) as far:
+        explain("completely-unrelated")
+    assert "did you mean" not in str(far.value)

@@ -141,6 +141,7 @@ def test_several_toolkits_keep_the_one_matching_torch_and_drop_its_repeats() -> 
 
 def test_stale_cuda_variable_gets_an_unset_fix() -> None:
     machine = Machine(LINUX, {"PATH": "/usr/bin", "SHELL": "/usr/bin/zsh", "CUDA_PATH": "/opt/cuda-11.0"})
+    machine.host.missing_ok = True  # only the toolkit's part of the machine is described
     machine.folder("/usr/bin").folder("/usr/local").program("nvcc", None)
     facts = _facts(machine)
     assert facts.toolkits[0].root == "/opt/cuda-11.0" and not facts.toolkits[0].exists
@@ -289,3 +290,56 @@ def test_conda_nvcc_package_is_a_toolkit() -> None:
     assert [(t.root, t.version, t.found_by) for t in facts.toolkits] == [
         (env, "12.4.131", ("conda package cuda-nvcc",))
     ]
+
+
+def _wrapper_first_then_matching_toolkit() -> Scenario:
+    """/usr/local/bin holds an nvcc wrapper for CUDA 12.4; CUDA 12.6 (torch's) comes later on PATH."""
+    from tests import scenario_fixtures as sf
+
+    scenario = sf.linux_nvcc_wrapper_cuda124_cu126_torch()
+    newer = "/usr/local/cuda-12.6"
+    scenario.host.environ["PATH"] = f"{VENV}/bin:{sf.LINUX_PATH}:{newer}/bin"
+    sf._toolkit(scenario.machine, newer, "12.6.3", "12.6", "12.6.85")
+    return scenario
+
+
+def test_several_toolkits_never_drop_a_system_folder_from_path() -> None:
+    """Issue 13 item 24: dropping /usr/local/bin (it holds an nvcc wrapper) would lose every other
+    program there; the fix names the wrapper instead."""
+    findings = _findings(_wrapper_first_then_matching_toolkit())
+    ed405 = next(f for f in findings if f.code == "ED405")
+    commands = [c for fix in ed405.fixes for c in fix.commands]
+    texts = [fix.summary for fix in ed405.fixes]
+    for command in commands:
+        if command.startswith("export PATH="):
+            assert "/usr/local/bin" in command.split("=", 1)[1].split(":")
+    assert not any("Remove /usr/local/bin" in t for t in texts), texts
+    assert any("/usr/local/bin/nvcc" in t for t in texts), texts
+
+
+@pytest.mark.parametrize(
+    ("os_name", "entries"),
+    [
+        (
+            "linux",
+            ["/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin", "/usr/local/sbin", "/usr/bin/"],
+        ),
+        (
+            "windows",
+            [
+                "C:\\Windows\\System32",
+                "c:\\windows\\system32\\",
+                "C:\\Windows",
+                "C:\\Windows\\System32\\Wbem",
+            ],
+        ),
+    ],
+)
+def test_path_removal_never_drops_a_general_system_folder(os_name: str, entries: list[str]) -> None:
+    """The one writer of PATH removals refuses system folders, whichever rule asks."""
+    path = [*entries, "/opt/cuda/bin" if os_name == "linux" else "C:\\CUDA\\v11.8\\bin"]
+    fixes = path_removal_fixes(os_name, "bash", "PATH", path, range(len(path)), "(test)")
+    text = " ".join([f.summary for f in fixes] + [c for f in fixes for c in f.commands])
+    for entry in entries:
+        assert f"Remove {entry}" not in text and f"'{entry.rstrip(chr(92))}'" not in text.split("-notin")[-1]
+    assert path[-1] in text

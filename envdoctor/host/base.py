@@ -114,11 +114,13 @@ class Host(Protocol):
 
     def is_dir(self, path: str) -> bool: ...
 
-    def read_text(self, path: str, max_bytes: int | None = None) -> str:
+    def read_text(self, path: str, max_bytes: int | None = None, strict: bool = False) -> str:
         """The file's text; raises OSError when it cannot be read.
 
         With `max_bytes`, a file larger than that, or one that is not a regular file (a FIFO
-        would block the read forever), raises OSError instead (see `file_too_large`)."""
+        would block the read forever), raises OSError instead (see `file_too_large`). Bytes that
+        are not UTF-8 are replaced, or with `strict` raise UnicodeDecodeError, as the tools whose
+        files are read that way (pip, uv, conda) refuse such a file."""
         ...
 
     def list_dir(self, path: str) -> tuple[str, ...]:

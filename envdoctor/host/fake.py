@@ -149,7 +149,7 @@ class FakeHost:
     def is_dir(self, path: str) -> bool:
         return path in self.dirs
 
-    def read_text(self, path: str, max_bytes: int | None = None) -> str:
+    def read_text(self, path: str, max_bytes: int | None = None, strict: bool = False) -> str:
         if path in self.unreadable:
             raise PermissionError(13, "Permission denied", path)
         if path in self.dirs:
@@ -159,6 +159,9 @@ class FakeHost:
         text = self.files[path]
         if max_bytes is not None and len(text.encode("utf-8", errors="replace")) > max_bytes:
             raise file_too_large(path, max_bytes)
+        if strict:
+            # Invalid bytes are stored as surrogate escapes ("\udcff"): decode them as a real file would.
+            text.encode("utf-8", errors="surrogateescape").decode("utf-8")
         return text
 
     def list_dir(self, path: str) -> tuple[str, ...]:

@@ -96,9 +96,10 @@ class LiveHost:
     def is_dir(self, path: str) -> bool:
         return os.path.isdir(path)
 
-    def read_text(self, path: str, max_bytes: int | None = None) -> str:
+    def read_text(self, path: str, max_bytes: int | None = None, strict: bool = False) -> str:
+        errors = "strict" if strict else "replace"
         if max_bytes is None:
-            with open(path, encoding="utf-8", errors="replace") as handle:
+            with open(path, encoding="utf-8", errors=errors) as handle:
                 return handle.read()
         # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
         flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
@@ -110,7 +111,7 @@ class LiveHost:
         if len(data) > max_bytes:
             raise file_too_large(path, max_bytes)
         # As open() in text mode would: universal newlines, undecodable bytes replaced.
-        text = data.decode("utf-8", errors="replace")
+        text = data.decode("utf-8", errors=errors)
         return text.replace("\r\n", "\n").replace("\r", "\n")
 
     def list_dir(self, path: str) -> tuple[str, ...]:

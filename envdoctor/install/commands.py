@@ -144,10 +144,13 @@ def pip_command(launcher: tuple[str, ...], pins: list[str], index: IndexChoice) 
     return Command(tuple(argv), "pip")
 
 
-def uv_commands(pins: list[str], index: IndexChoice, variant: str, snippet: bool = True) -> list[Command]:
-    """`uv pip install`, the pyproject.toml lines that route the torch packages to their index (unless
-    the project already does), and `uv add`."""
-    argv = ["uv", "pip", "install", *pins]
+def uv_commands(
+    pins: list[str], index: IndexChoice, variant: str, snippet: bool = True, python: str | None = None
+) -> list[Command]:
+    """`uv pip install` (into `python`, the examined interpreter, when there is one), the
+    pyproject.toml lines that route the torch packages to their index (unless the project already
+    does), and `uv add`."""
+    argv = ["uv", "pip", "install", *(("--python", python) if python else ()), *pins]
     if index.url:
         argv += ["--find-links" if index.flat else "--index-url", index.url]
     commands = [Command(tuple(argv), "uv")]

@@ -553,7 +553,8 @@ def _conda_missing(release: Release, variant: str, platform: str) -> str:
     else:
         why = f"the pytorch conda channel has no {variant} build of torch {release.torch} for {platform}"
     return (
-        f"{why}: inside your conda environment, install with pip (the command below); conda-forge's "
+        f"{why}: inside your conda environment, install with pip (the pip command of this plan); "
+        "conda-forge's "
         "'pytorch'/'pytorch-gpu' are community builds with their own versions"
     )
 

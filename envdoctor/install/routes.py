@@ -75,6 +75,13 @@ def _index_words(index: IndexChoice, sources: Sources) -> str:
     return known.title if known is not None else index.url
 
 
+def _examined_python(target: InstallTarget) -> str | None:
+    """The interpreter `check` examined (its launcher is `<python> -m pip`), for uv's --python:
+    without it, uv pip installs into whatever environment uv finds."""
+    launcher = target.python_launcher
+    return launcher[0] if len(launcher) == 3 and launcher[1:] == ("-m", "pip") else None
+
+
 def _commands(
     manager: str,
     target: InstallTarget,
@@ -84,7 +91,7 @@ def _commands(
     snippet: bool = True,
 ) -> tuple[Command, ...]:
     if manager == "uv":
-        return tuple(uv_commands(pins, index, variant, snippet))
+        return tuple(uv_commands(pins, index, variant, snippet, _examined_python(target)))
     return (pip_command(target.python_launcher, pins, index),)
 
 

@@ -199,22 +199,63 @@ def _read(host: Host, path: str) -> tuple[str | None, ConfigStatus, str | None]:
     if host.is_dir(path):
         return None, DIRECTORY, "is a folder, not a file"
     try:
-        return host.read_text(path, max_bytes=CONFIG_MAX_BYTES), LOADED, None
+        # strict: pip ("contains invalid ... characters"), uv and conda all refuse such a file,
+        # where a lenient read would show it as loaded with mangled values.
+        return host.read_text(path, max_bytes=CONFIG_MAX_BYTES, strict=True), LOADED, None
     except OSError as exc:
         return None, UNREADABLE, exc.strerror or type(exc).__name__
+    except UnicodeDecodeError as exc:
+        return None, MALFORMED, f"contains bytes that are not valid UTF-8 (at byte {exc.start})"
     except UnicodeError as exc:
-        return None, UNREADABLE, f"not valid text ({exc})"
+        return None, MALFORMED, f"not valid text ({exc})"
 
 
 def _truthy(value: str | None) -> bool:
     return value is not None and value.strip().lower() not in ("", "0", "false", "no", "off")
 
 
+_QUOTED_VALUE = re.compile(r'"([^"\\\n]*)"|\'([^\'\n]*)\'')
+_SCANS = 64  # full scans per file for needles not found as a quoted value (keys, odd values)
+
+
+class _LineFinder:
+    """Line numbers in one file, found in linear time overall: every quoted value's first line is
+    indexed once, so 28,000 [[index]] urls cost one pass, not one pass each."""
+
+    def __init__(self, text: str) -> None:
+        self.lines = text.splitlines()
+        self.quoted: dict[str, int] = {}
+        for number, line in enumerate(self.lines, start=1):
+            for match in _QUOTED_VALUE.finditer(line):
+                self.quoted.setdefault(
+                    match.group(1) if match.group(1) is not None else match.group(2), number
+                )
+        self.scans_left = _SCANS
+
+    def find(self, needle: str) -> int | None:
+        if not needle:
+            return None
+        if needle in self.quoted:
+            return self.quoted[needle]
+        if self.scans_left <= 0:
+            return None  # a line number is a courtesy; never worth quadratic time
+        self.scans_left -= 1
+        for number, line in enumerate(self.lines, start=1):
+            if needle in line:
+                return number
+        return None
+
+
+_finders: dict[int, tuple[str, _LineFinder]] = {}
+
+
 def _line_of(text: str, needle: str) -> int | None:
-    for number, line in enumerate(text.splitlines(), start=1):
-        if needle and needle in line:
-            return number
-    return None
+    cached = _finders.get(id(text))
+    if cached is None or cached[0] is not text:
+        _finders.clear()  # one file at a time: keep only the latest
+        cached = (text, _LineFinder(text))
+        _finders[id(text)] = cached
+    return cached[1].find(needle)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -22,6 +22,10 @@ class SystemFacts:
     disk_path: str | None = None
     disk_free_bytes: int | None = None
     disk_total_bytes: int | None = None
+    # Linux distribution from os-release: ID ("ubuntu"), ID_LIKE ("debian"), VERSION_ID ("22.04").
+    distro: str | None = None
+    distro_like: tuple[str, ...] = ()
+    distro_version: str | None = None
 
 
 def _read(host: Host, path: str) -> str:
@@ -29,6 +33,31 @@ def _read(host: Host, path: str) -> str:
         return host.read_text(path)
     except OSError:
         return ""
+
+
+_OS_RELEASE = ("/etc/os-release", "/usr/lib/os-release")  # os-release(5): the first that exists
+
+
+def os_release(text: str) -> dict[str, str]:
+    """KEY=value lines of os-release, values unquoted; anything else is skipped."""
+    fields: dict[str, str] = {}
+    for line in text[:65536].splitlines():
+        key, sep, value = line.strip().partition("=")
+        if not sep or not key.isidentifier():
+            continue
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        fields[key] = value.replace("\\", "")
+    return fields
+
+
+def _distro(host: Host) -> dict[str, str]:
+    for path in _OS_RELEASE:
+        text = _read(host, path)
+        if text:
+            return os_release(text)
+    return {}
 
 
 def _container(host: Host) -> str | None:
@@ -53,6 +82,7 @@ def collect(ctx: ProbeContext) -> SystemFacts:
     memory = host.memory()
     disk_path = ctx.target.info.prefix or host.cwd()
     disk = host.disk_usage(disk_path)
+    release = _distro(host) if linux else {}
     return SystemFacts(
         os=plat.os,
         os_release=plat.release,
@@ -66,6 +96,9 @@ def collect(ctx: ProbeContext) -> SystemFacts:
         disk_path=disk_path,
         disk_free_bytes=disk.free_bytes if disk else None,
         disk_total_bytes=disk.total_bytes if disk else None,
+        distro=release.get("ID", "").lower() or None,
+        distro_like=tuple(release.get("ID_LIKE", "").lower().split()),
+        distro_version=release.get("VERSION_ID") or None,
     )
 
 

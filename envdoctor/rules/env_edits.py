@@ -26,6 +26,34 @@ _STARTUP_FILES = {
 }
 _DEFAULT_STARTUP = "~/.profile ~/.bashrc ~/.zshrc"
 
+# Folders every program on the machine relies on: a fix never takes them off PATH or the loader
+# path (a CUDA wrapper script in /usr/local/bin is not a reason to lose everything else there).
+_POSIX_SYSTEM_FOLDERS = frozenset(
+    {
+        "/bin",
+        "/sbin",
+        "/usr/bin",
+        "/usr/sbin",
+        "/usr/local/bin",
+        "/usr/local/sbin",
+        "/usr/games",
+        "/usr/local/games",
+        "/snap/bin",
+        "/opt/homebrew/bin",
+        "/lib",
+        "/lib64",
+        "/usr/lib",
+        "/usr/lib64",
+        "/usr/local/lib",
+        "/usr/local/lib64",
+        "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+        "/lib/x86_64-linux-gnu",
+        "/lib/aarch64-linux-gnu",
+        "/usr/lib/wsl/lib",
+    }
+)
+
 
 # --- bash, zsh, sh ---------------------------------------------------------------------------------
 
@@ -109,6 +137,19 @@ def unset_command(os_name: str, shell: str | None, variable: str) -> str:
     return fish_unset(variable) if shell == "fish" else posix_unset(variable)
 
 
+def is_system_folder(os_name: str, entry: str) -> bool:
+    """A general system folder (/usr/local/bin, C:\\Windows\\System32 ...), never to be removed."""
+    if os_name == "windows":
+        folder = entry.strip().strip('"').replace("/", "\\").rstrip("\\").lower()
+        if folder.startswith("%systemroot%"):
+            return True
+        # C:\Windows and everything under it (System32, Wbem, WindowsPowerShell, OpenSSH ...).
+        under = folder[3:] if folder[1:3] == ":\\" else ""
+        return under == "windows" or under.startswith("windows\\")
+    folder = "/" + "/".join(part for part in entry.strip().split("/") if part)
+    return folder in _POSIX_SYSTEM_FOLDERS
+
+
 def _posix_startup(shell: str | None) -> str:
     return _STARTUP_FILES.get(shell or "", _DEFAULT_STARTUP)
 
@@ -126,7 +167,35 @@ def path_removal_fixes(
     Removal is by position, so a duplicate goes while its first occurrence stays. `why` finishes
     the sentence "Remove X from PATH ...", e.g. "(a deleted CUDA 10.2 toolkit)".
     """
-    drop = set(remove)
+    spared = [
+        i
+        for i in sorted(set(remove))
+        if is_system_folder(os_name, entries[i])
+        and entries[i] not in [e for j, e in enumerate(entries) if j < i]
+    ]
+    drop = set(remove) - set(spared)
+    if not drop:
+        return (_spared_fix(os_name, variable, [entries[i] for i in spared]),) if spared else ()
+    extra = (_spared_fix(os_name, variable, [entries[i] for i in spared]),) if spared else ()
+    return _removal_fixes(os_name, shell, variable, entries, drop, why) + extra
+
+
+def _spared_fix(os_name: str, variable: str, spared: Sequence[str]) -> Fix:
+    names = ", ".join(dict.fromkeys(spared))
+    return Fix(
+        summary=f"Leave {names} on {variable}: other programs need it. Move or rename the "
+        "conflicting file in it instead (if you put it there)",
+    )
+
+
+def _removal_fixes(
+    os_name: str,
+    shell: str | None,
+    variable: str,
+    entries: Sequence[str],
+    drop: set[int],
+    why: str,
+) -> tuple[Fix, ...]:
     gone = list(dict.fromkeys(entries[i] for i in sorted(drop)))
     kept = [e for i, e in enumerate(entries) if i not in drop]
     duplicates_only = all(g in kept for g in gone)

@@ -5,11 +5,13 @@ from __future__ import annotations
 from envdoctor.install import plan as install
 from envdoctor.install import sources
 from envdoctor.install.commands import CommandKind, command_text
+from envdoctor.knowledge.linux_drivers import driver_install
 from envdoctor.model import Fix, FixKind
 from envdoctor.probes.mirrors import MirrorFacts
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.python_env import PythonFacts
 from envdoctor.probes.sources import SourcesFacts
+from envdoctor.probes.system import SystemFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import RuleContext
 
@@ -100,12 +102,22 @@ def plan_commands(ctx: RuleContext, plan: install.InstallPlan) -> tuple[str, ...
 
 
 def driver_fix(ctx: RuleContext, minimum: str | None = None) -> Fix:
+    """The driver install for this machine's distribution (os-release), else NVIDIA's instructions."""
     need = f" (at least {minimum})" if minimum else ""
     if ctx.platform.os == "linux":
+        system = ctx.get(SystemFacts)
+        how = driver_install(system.distro if system else None, system.distro_like if system else ())
+        if not how.commands:
+            return Fix(
+                summary=f"Install or upgrade the NVIDIA driver{need} {how.note}, reboot, then check "
+                "with nvidia-smi",
+                link=how.link,
+            )
+        where = f"on {how.family}, {how.note}" if how.note else f"on {how.family}"
         return Fix(
-            summary=f"Install or upgrade the NVIDIA driver{need} (Ubuntu shown; other "
-            "distributions: their NVIDIA driver package), reboot, then check with nvidia-smi",
-            commands=("sudo ubuntu-drivers install", "sudo reboot"),
-            link=NVIDIA_DRIVERS,
+            summary=f"Install or upgrade the NVIDIA driver{need}, reboot, then check with "
+            f"nvidia-smi; {where}:",
+            commands=(*how.commands, "sudo reboot"),
+            link=how.link,
         )
     return Fix(summary=f"Install or upgrade the NVIDIA driver{need}", link=NVIDIA_DRIVERS)

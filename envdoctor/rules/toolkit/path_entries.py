@@ -6,9 +6,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from envdoctor.model import Fix, Severity
-from envdoctor.probes.toolkit import ToolkitFacts
+from envdoctor.probes.toolkit import CudaBinEntry, ToolkitFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
-from envdoctor.rules.env_edits import path_removal_fixes, set_variable_fixes
+from envdoctor.rules.env_edits import (
+    is_system_folder,
+    path_removal_fixes,
+    set_command,
+    set_variable_fixes,
+)
 from envdoctor.rules.toolkit.toolkits import BUNDLED, major, major_minor, path_name, toolkit_bins, torch_cuda
 
 
@@ -44,6 +49,9 @@ def several_cuda_toolkits_on_path(ctx: RuleContext) -> Iterator[Hit]:
         or bins[0]
     )
     others = [b for b in bins if b is not keep]
+    # A system folder (/usr/local/bin holding an nvcc wrapper) stays: other programs live there.
+    system = [b for b in others if is_system_folder(ctx.platform.os, b.path)]
+    others = [b for b in others if b not in system]
     drop = {b.index for b in others}
     drop |= {b.index for b in facts.cuda_bins if b.duplicate_of in drop}
     listing = "; ".join(f"PATH[{b.index}] {b.path} (CUDA {b.version or '?'})" for b in bins)
@@ -55,12 +63,43 @@ def several_cuda_toolkits_on_path(ctx: RuleContext) -> Iterator[Hit]:
         )
     detail += f" Mixed toolkits confuse builds; torch itself is unaffected: {BUNDLED}."
     why = f"(keeping CUDA {keep.version or '?'} at {keep.path})"
+    fixes = path_removal_fixes(ctx.platform.os, facts.shell, path_name(ctx), facts.path, sorted(drop), why)
+    if system:
+        fixes += (_system_nvcc_fix(ctx, facts, keep, system, drop),)
     yield Hit(
         title=f"{len(bins)} CUDA toolkits are on PATH; "
         f"CUDA {major_minor(bins[0].version) or '?'} comes first",
         detail=detail,
         evidence=tuple(f"PATH[{b.index}] = {b.path}" for b in bins),
-        fixes=path_removal_fixes(ctx.platform.os, facts.shell, path_name(ctx), facts.path, sorted(drop), why),
+        fixes=fixes,
+    )
+
+
+def _system_nvcc_fix(
+    ctx: RuleContext, facts: ToolkitFacts, keep: CudaBinEntry, system: list[CudaBinEntry], drop: set[int]
+) -> Fix:
+    """Name the nvcc file in a system folder and put the kept toolkit ahead of it, dropping nothing."""
+    windows = ctx.platform.os == "windows"
+    sep, exe = (";", "nvcc.exe") if windows else (":", "nvcc")
+    files = []
+    for entry in system:
+        name = entry.path.rstrip("\\/") + ("\\" if windows else "/") + exe
+        wrapper = facts.nvcc.wrapper_for if facts.nvcc and facts.nvcc.path == name else None
+        what = f"a script that runs {wrapper}" if wrapper else f"CUDA {entry.version or '?'}"
+        files.append(f"{name} ({what})")
+    # The kept toolkit goes right before the first system folder holding an nvcc; the rest keeps its order.
+    first = min(b.index for b in system)
+    rest: list[str] = []
+    for index, folder in enumerate(facts.path):
+        if index == first:
+            rest.append(keep.path)
+        if index not in drop and index != keep.index:
+            rest.append(folder)
+    return Fix(
+        summary=f"Leave {', '.join(b.path for b in system)} on {path_name(ctx)}: other programs "
+        f"live there. The nvcc in it is {'; '.join(files)}: remove or rename that file if you put "
+        f"it there, or put {keep.path} ahead of it for this session",
+        commands=(set_command(ctx.platform.os, facts.shell, path_name(ctx), sep.join(rest)),),
     )
 
 

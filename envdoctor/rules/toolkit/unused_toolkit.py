@@ -46,20 +46,23 @@ def toolkit_not_used_by_torch(ctx: RuleContext) -> Iterator[Hit]:
         return  # a CUDA torch with a driver: the toolkit rules below judge the details
     newest = max(real, key=lambda t: [int(p) for p in (t.version or "0").split(".") if p.isdigit()])
     name = f"CUDA {newest.major_minor or newest.version} toolkit" if newest.version else "CUDA toolkit"
+    only_compiles = "A toolkit (nvcc, headers, libraries) is only needed to compile CUDA code."
     if no_driver:
         title = f"a {name} is installed, but no NVIDIA driver works here"
         reason = (
             "A toolkit (nvcc, headers, libraries) compiles CUDA code; running any CUDA program, "
             "torch included, needs the NVIDIA driver, which a toolkit does not contain."
         )
-    elif torch is not None and torch.installed:
+    elif torch is not None and torch.installed and torch.variant is not None:
         title = f"a {name} is installed; torch does not use it"
-    else:
+        reason = only_compiles
+    else:  # no torch, or one whose build is unknown (its import failed or hung)
         title = f"a {name} is installed; torch will not need it"
-        reason = "A toolkit (nvcc, headers, libraries) is only needed to compile CUDA code."
-    if torch is not None and torch.installed and not cuda:
-        build = f"torch {torch.version or torch.dist_version} is a CPU-only build"
-        reason += f" The installed {build}, so it uses neither toolkit nor driver."
+        reason = only_compiles
+    if torch is not None and torch.installed and torch.variant == "cpu":
+        version = torch.version or torch.dist_version
+        build = f"torch {version}" if version else "torch"
+        reason += f" The installed {build} is a CPU-only build, so it uses neither toolkit nor driver."
     detail = (
         f"Found: {'; '.join(_toolkit_line(t) for t in real)}.\n{reason} Note: {BUNDLED}. "
         "Nothing to fix unless you compile CUDA extensions."
