@@ -40,7 +40,9 @@ class OutputFormat(str, Enum):
 
 def fail(message: str) -> NoReturn:
     """One line on stderr and exit 2: envdoctor could not do what was asked."""
-    typer.echo(f"envdoctor: error: {message}", err=True)
+    from envdoctor.redact import one_line
+
+    typer.echo(f"envdoctor: error: {one_line(message)}", err=True)
     raise typer.Exit(EXIT_USAGE)
 
 
@@ -380,7 +382,9 @@ def main() -> None:
         if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
             ctx = getattr(exc, "ctx", None)
             hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
-            typer.echo(f"envdoctor: error: {exc.format_message()}{hint}", err=True)
+            from envdoctor.redact import one_line
+
+            typer.echo(f"envdoctor: error: {one_line(exc.format_message())}{hint}", err=True)
             sys.exit(EXIT_USAGE)
         raise
     sys.exit(rc if isinstance(rc, int) else 0)

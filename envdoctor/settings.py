@@ -45,7 +45,9 @@ class ExpectationError(SettingsError):
         """One line. `where` is how the user wrote the key (--min-gpus); a "{}" in it is where the
         value goes (FILE min-gpus = {}), a "{!r}" the same in Python's spelling (require(min_gpus={!r}))."""
         if "{!r}" in where:  # Python's spelling, for the API
-            head = where.replace("{!r}", repr(self.value))
+            from envdoctor.redact import one_line
+
+            head = where.replace("{!r}", one_line(repr(self.value)))
         elif "{}" in where:
             head = where.replace("{}", _show(self.value))
         else:
@@ -113,7 +115,9 @@ class Settings:
 
 
 def _show(value: object) -> str:
-    return (
+    from envdoctor.redact import one_line  # an error message never shows a credential
+
+    return one_line(
         repr(value)
         if isinstance(value, str)
         else str(value).lower()
