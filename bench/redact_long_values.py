@@ -2,7 +2,8 @@
 
 Every shape here was quadratic (or worse) with the old regular expressions: a 60,000-character
 alphanumeric run took 25 s. Each line prints the milliseconds redact_text, has_secret and the
-shareable variant take together on one value; the times grow in proportion to --size (linear), far below a second at 120 KB.
+shareable variant take together on one value; the times grow in proportion to --size (linear),
+far below a second at 120 KB.
 """
 
 from __future__ import annotations
