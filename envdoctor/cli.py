@@ -92,17 +92,20 @@ def _live_report_inputs(
     smoke: bool = True,
     smoke_size: int | None = None,
 ) -> tuple[PlatformInfo, Interpreter, tuple[ProbeResult, ...]]:
+    from envdoctor import lifecycle
     from envdoctor.engine import run_probes
     from envdoctor.host.live import LiveHost
     from envdoctor.probes import PROBES, CheckOptions, ProbeContext
     from envdoctor.target import TargetError, start_target
 
     host = LiveHost()
+    deadline = lifecycle.deadline(timeout)  # every limit below derives from --timeout
     try:
-        target = start_target(host, python)
+        target = start_target(host, python, lifecycle.question_timeout(deadline))
     except TargetError as exc:
         fail(str(exc))
-    options = CheckOptions(smoke=smoke, smoke_size=smoke_size, timeout=timeout)
+    deadline = lifecycle.probes_until(deadline)
+    options = CheckOptions(smoke=smoke, smoke_size=smoke_size, timeout=timeout, deadline=deadline)
     ctx = ProbeContext(host=host, target=target, options=options)
     chosen = PROBES if probes is None else probes
     results = run_probes(ctx, chosen, while_waiting=lambda: _warm_renderer(fmt))

@@ -31,6 +31,9 @@ def _early_torch_child(argv: list[str]) -> None:
 
 
 def main() -> None:
+    from envdoctor import lifecycle
+
+    lifecycle.install()  # first: children are killed on every way out, a closed stdout is quiet
     _early_torch_child(sys.argv[1:])
     from envdoctor.cli import main as cli_main
 

@@ -3,23 +3,30 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import platform
 import shutil
-import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from envdoctor import lifecycle, limits
 from envdoctor.host.base import ChildOutcome, CommandResult, DiskInfo, MemoryInfo
 from envdoctor.model import PlatformInfo
 
 CHILD_DIR = Path(__file__).resolve().parent.parent / "child"
 _STDERR_TAIL = 4000
+# A child's output is read up to these many bytes; one that prints more (a --python that is
+# /usr/bin/yes) is stopped there. The torch child's report is a few kilobytes.
+STDOUT_LIMIT = 8 * 1024 * 1024
+_STDERR_KEEP = 256 * 1024  # of stderr only the end matters
+_DRAIN = 0.5  # seconds to collect what a killed child left in its pipes
 
 
 class LiveHost:
@@ -74,8 +81,10 @@ class LiveHost:
         return os.path.isdir(path)
 
     def read_text(self, path: str) -> str:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read()
+        # Regular files only, size-capped: a FIFO or /dev/zero at a config path is an OSError
+        # (that file's status), never a hang. Newlines as text-mode open() gives them.
+        text = limits.read_text(path, errors="replace")
+        return text.replace("\r\n", "\n").replace("\r", "\n")
 
     def list_dir(self, path: str) -> tuple[str, ...]:
         return tuple(sorted(os.listdir(path)))
@@ -85,12 +94,15 @@ class LiveHost:
             proc = _start(argv, self._env)
         except OSError as exc:
             return CommandResult(returncode=None, start_error=_describe_start_error(exc))
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            out, err = _kill(proc)
-            return CommandResult(returncode=None, stdout=out, stderr=err, timed_out=True)
-        return CommandResult(returncode=proc.returncode, stdout=out, stderr=err)
+        ran = _communicate(proc, timeout)
+        if ran.timed_out:
+            return CommandResult(returncode=None, stdout=ran.stdout, stderr=ran.stderr, timed_out=True)
+        return CommandResult(
+            returncode=None if ran.cut else proc.returncode,
+            stdout=ran.stdout,
+            stderr=ran.stderr,
+            start_error=f"printed more than {STDOUT_LIMIT // (1024 * 1024)} MiB" if ran.cut else None,
+        )
 
     def python_json(self, interpreter: str, script: str, args: Sequence[str], timeout: float) -> ChildOutcome:
         early = _EARLY.pop((interpreter, script, tuple(args)), None) if self._env == os.environ else None
@@ -104,20 +116,24 @@ class LiveHost:
                 return ChildOutcome(records=(), returncode=None, start_error=_describe_start_error(exc))
         # A child started early counts its timeout from its own start.
         timeout = max(0.0, started + timeout - time.perf_counter())
-        timed_out = False
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            out, err = _kill(proc)
-            timed_out = True
+        ran = _communicate(proc, timeout)
+        timed_out = ran.timed_out
         code = proc.returncode
         died_of = -code if (code is not None and code < 0) else None
+        if ran.cut:  # stopped for printing without end: not a child that ran to its end
+            return ChildOutcome(
+                records=parse_records(ran.stdout),
+                returncode=None,
+                start_error=f"printed more than {STDOUT_LIMIT // (1024 * 1024)} MiB without finishing",
+                stderr_tail=ran.stderr[-_STDERR_TAIL:],
+                seconds=time.perf_counter() - started,
+            )
         return ChildOutcome(
-            records=parse_records(out),
+            records=parse_records(ran.stdout),
             returncode=None if timed_out else code,
             signal=None if timed_out else died_of,
             timed_out=timed_out,
-            stderr_tail=err[-_STDERR_TAIL:],
+            stderr_tail=ran.stderr[-_STDERR_TAIL:],
             seconds=time.perf_counter() - started,
         )
 
@@ -172,7 +188,7 @@ def _child_env(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 # Children started before the probes ran (see start_early), by (interpreter, script, args).
-_EARLY: dict[tuple[str, str, tuple[str, ...]], tuple[subprocess.Popen[str], float]] = {}
+_EARLY: dict[tuple[str, str, tuple[str, ...]], tuple[subprocess.Popen[bytes], float]] = {}
 
 
 def start_early(interpreter: str, script: str, args: Sequence[str]) -> None:
@@ -199,7 +215,8 @@ def discard_early() -> None:
     while _EARLY:
         _, (proc, _) = _EARLY.popitem()
         if proc.poll() is None:
-            _kill(proc)
+            lifecycle.kill_tree(proc)
+        lifecycle.forget(proc)
 
 
 def parse_records(stdout: str) -> tuple[Mapping[str, Any], ...]:
@@ -218,39 +235,108 @@ def parse_records(stdout: str) -> tuple[Mapping[str, Any], ...]:
     return tuple(records)
 
 
-def _start(argv: Sequence[str], env: Mapping[str, str]) -> subprocess.Popen[str]:
+def _start(argv: Sequence[str], env: Mapping[str, str]) -> subprocess.Popen[bytes]:
     extra: dict[str, Any] = {}
     if os.name == "posix":
-        # A session of its own lets a timeout kill the whole tree, grandchildren included.
+        # A session of its own lets a timeout kill the whole tree, grandchildren included; the
+        # terminal's Ctrl-C then no longer reaches it, so lifecycle kills it on every way out.
         extra["start_new_session"] = True
     else:
         extra["creationflags"] = getattr(subprocess, "CREATE_NO_WINDOW", 0)
-    return subprocess.Popen(
-        list(argv),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        encoding="utf-8",
-        errors="replace",
-        env=dict(env),
-        **extra,
+    return lifecycle.track(
+        lambda: subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env),
+            **extra,
+        )
     )
 
 
-def _kill(proc: subprocess.Popen[str]) -> tuple[str, str]:
+class _Ran:
+    """What _communicate collected: decoded output, and whether the child was stopped."""
+
+    def __init__(self, stdout: str, stderr: str, timed_out: bool, cut: bool) -> None:
+        self.stdout = stdout
+        self.stderr = stderr
+        self.timed_out = timed_out
+        self.cut = cut
+
+
+class _Reader(threading.Thread):
+    """Reads one pipe to its end, keeping at most `keep` bytes (the first, or the last)."""
+
+    def __init__(self, pipe: Any, keep: int, tail: bool, on_overflow: Any) -> None:
+        super().__init__(daemon=True)
+        self.pipe = pipe
+        self.keep = keep
+        self.tail = tail
+        self.on_overflow = on_overflow
+        self.data = bytearray()
+        self.overflowed = False
+
+    def run(self) -> None:
+        try:
+            while True:
+                chunk = self.pipe.read1(65536) if hasattr(self.pipe, "read1") else self.pipe.read(65536)
+                if not chunk:
+                    return
+                self.data += chunk
+                if len(self.data) > self.keep:
+                    if self.tail:
+                        del self.data[: len(self.data) - self.keep]
+                    else:
+                        del self.data[self.keep :]
+                        self.overflowed = True
+                        self.on_overflow()
+                        return
+        except (OSError, ValueError):  # the pipe was closed under us
+            return
+
+
+def _communicate(proc: subprocess.Popen[bytes], timeout: float) -> _Ran:
+    """Wait up to `timeout` for the child, reading bounded output; kill its tree on timeout or
+    when stdout passes STDOUT_LIMIT. Never waits on a grandchild that keeps a pipe open."""
+    stopped = threading.Event()
+
+    def overflow() -> None:
+        stopped.set()
+        lifecycle.kill_tree(proc)
+
+    out = _Reader(proc.stdout, STDOUT_LIMIT, tail=False, on_overflow=overflow)
+    err = _Reader(proc.stderr, _STDERR_KEEP, tail=True, on_overflow=overflow)
+    out.start()
+    err.start()
+    timed_out = False
     try:
-        if os.name == "posix":
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:
-            proc.kill()
-    except OSError:
-        pass
-    try:
-        out, err = proc.communicate(timeout=5)
+        proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-        return "", ""
-    return out or "", err or ""
+        timed_out = not stopped.is_set()
+        lifecycle.kill_tree(proc)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=_DRAIN)
+    for reader in (out, err):
+        reader.join(_DRAIN)
+    if out.is_alive() or err.is_alive():  # a grandchild holds the pipe: it goes with the group
+        lifecycle.kill_tree(proc)
+        for reader in (out, err):
+            reader.join(_DRAIN)
+    if proc.returncode is not None:
+        lifecycle.forget(proc)
+    for pipe in (proc.stdout, proc.stderr):
+        try:
+            if pipe is not None and not (out.is_alive() or err.is_alive()):
+                pipe.close()
+        except OSError:
+            pass
+    return _Ran(
+        bytes(out.data).decode("utf-8", "replace"),
+        bytes(err.data).decode("utf-8", "replace"),
+        timed_out,
+        out.overflowed,
+    )
 
 
 def _describe_start_error(exc: OSError) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -23,6 +24,15 @@ class CheckOptions:
     smoke: bool = True
     smoke_size: int | None = None
     timeout: float = 60.0
+    # The time.monotonic() by which every probe must have answered (the process's --timeout,
+    # counted from its start); None: each probe gets `timeout` from when the probes start.
+    deadline: float | None = None
+
+    def seconds_left(self, limit: float) -> float:
+        """`limit`, cut to what is left before the deadline (never below a tenth of a second)."""
+        if self.deadline is None:
+            return limit
+        return max(0.1, min(limit, self.deadline - time.monotonic()))
 
 
 @dataclass(frozen=True)

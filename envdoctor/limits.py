@@ -1,0 +1,61 @@
+"""Bounded reads: only regular files, never more than a cap, never a wait on a FIFO.
+
+A config path can be a FIFO (opening it waits for a writer forever), /dev/zero (endless) or a
+huge file; a snapshot given with --from can be any of those too. Reading goes through here, and
+anything but a regular file of sensible size is an OSError whose strerror says what it is, which
+callers already report as that file's status.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+
+MIB = 1024 * 1024
+CONFIG_FILE_LIMIT = 4 * MIB  # pip.conf, .condarc, uv.toml, version.json, /proc files
+SNAPSHOT_LIMIT = 64 * MIB
+_CHUNK = 1024 * 1024
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def read_bytes(path: str, limit: int = CONFIG_FILE_LIMIT) -> bytes:
+    """The bytes of the regular file at `path`; OSError for anything else or past `limit` bytes."""
+    # O_NONBLOCK: opening a FIFO for reading returns at once instead of waiting for a writer.
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "is a folder, not a file", path)
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, f"not a regular file ({_kind(mode)})", path)
+        chunks: list[bytes] = []
+        size = 0
+        while True:  # st_size is 0 for /proc files: read to the end, up to the limit
+            chunk = os.read(fd, _CHUNK)
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > limit:
+                raise OSError(errno.EFBIG, f"larger than {limit // MIB} MiB", path)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def read_text(path: str, limit: int = CONFIG_FILE_LIMIT, errors: str = "strict") -> str:
+    """The UTF-8 text of a regular file (see read_bytes); UnicodeDecodeError when `errors` is strict."""
+    return read_bytes(path, limit).decode("utf-8", errors)
