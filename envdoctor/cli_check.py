@@ -181,7 +181,11 @@ def settings_for(requested: Mapping[str, Any], fail: Callable[[str], Any]) -> Se
         if options.get(key) is not None:
             options[key] = ",".join(options[key])
     try:
-        return resolve(options, cwd=os.getcwd(), config=requested.get("config"))
+        cwd = os.getcwd()
+    except OSError:  # the working folder was deleted: it holds no config file any more
+        cwd = os.curdir
+    try:
+        return resolve(options, cwd=cwd, config=requested.get("config"))
     except SettingsError as exc:
         return fail(str(exc))  # type: ignore[no-any-return]
 

@@ -117,6 +117,9 @@ class Settings:
 def _show(value: object) -> str:
     from envdoctor.redact import one_line  # an error message never shows a credential
 
+    text = str(value)
+    if len(text) > 80:  # 4,300 digits say nothing more than their count
+        return f"{one_line(text[:40])}... ({len(text)} characters)"
     return one_line(
         repr(value)
         if isinstance(value, str)
@@ -132,16 +135,22 @@ def parse_bool(key: str, value: object) -> bool:
     raise ExpectationError(key, value, "not true or false", "true")
 
 
+MAX_COUNT = 1_000_000
+
+
 def parse_count(key: str, value: object) -> int:
     number: int | None = None
     if isinstance(value, int) and not isinstance(value, bool):
         number = value
-    elif isinstance(value, str) and value.strip().isdigit():
-        number = int(value.strip())
+    elif isinstance(value, str) and re.fullmatch(r"[0-9]+", value.strip()):  # ASCII: not "²" or "⑧"
+        text = value.strip().lstrip("0") or "0"
+        number = int(text) if len(text) <= len(str(MAX_COUNT)) else MAX_COUNT + 1
     if number is None:
         raise ExpectationError(key, value, "not a whole number", "2")
     if number < 1:
         raise ExpectationError(key, value, "must be at least 1", "2")
+    if number > MAX_COUNT:
+        raise ExpectationError(key, value, f"too large (at most {MAX_COUNT})", "2")
     return number
 
 
@@ -166,7 +175,8 @@ def parse_specifier(key: str, value: object, example: str) -> str:
     return text
 
 
-_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]i?b?|b)", re.IGNORECASE)
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]i?b?|b)", re.IGNORECASE | re.ASCII)
+_MAX_SIZE = 2**63  # bytes: 8 EiB
 _UNIT = {"k": 1, "m": 2, "g": 3, "t": 4}
 
 
@@ -176,10 +186,11 @@ def parse_size(text: str) -> int:
     if match is None:
         raise ValueError(text)
     number, unit = float(match.group(1)), match.group(2).lower()
-    if unit == "b":
-        return int(number)
     base = 1000 if unit.endswith("b") and not unit.endswith("ib") else 1024
-    return int(number * base ** _UNIT[unit[0]])
+    size = number * (1 if unit == "b" else base ** _UNIT[unit[0]])
+    if not size < _MAX_SIZE:  # 309 nines are infinity as a float
+        raise ValueError(f"{text}: too large")
+    return int(size)
 
 
 def parse_memory(key: str, value: object) -> str:
@@ -187,9 +198,10 @@ def parse_memory(key: str, value: object) -> str:
         try:
             if parse_size(value) > 0:
                 return value.strip()
-        except ValueError:
-            pass
-        reason = "not a size with a unit"
+        except ValueError as exc:
+            reason = "too large" if str(exc).endswith("too large") else "not a size with a unit"
+        else:
+            reason = "not a size with a unit"
     else:
         reason = "not a size with a unit (write it as a string)"
     raise ExpectationError(key, value, reason, '"24GiB"')
@@ -374,6 +386,8 @@ def _read_config(path: Path, shown: str, required: bool) -> tuple[str, dict[str,
         data = _toml_loads(text)
     except ValueError as exc:
         raise ConfigError(f"{shown}: not valid TOML ({exc})") from None
+    except RecursionError:
+        raise ConfigError(f"{shown}: not valid TOML (nested too deeply)") from None
     tool = data.get("tool")
     table = tool.get("envdoctor") if isinstance(tool, dict) else None
     if table is not None:

@@ -69,7 +69,10 @@ class LiveHost:
         return DiskInfo(total_bytes=usage.total, free_bytes=usage.free)
 
     def cwd(self) -> str:
-        return os.getcwd()
+        try:
+            return os.getcwd()
+        except OSError:  # deleted under us: "." finds nothing, as there is nothing
+            return os.curdir
 
     def which(self, name: str) -> str | None:
         return shutil.which(name, path=self._env.get("PATH"))
