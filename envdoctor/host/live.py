@@ -179,7 +179,7 @@ class LiveHost:
 
 
 def _child_argv(interpreter: str, script: str, args: Sequence[str]) -> list[str]:
-    return [interpreter, str(CHILD_DIR / script), *args]
+    return [interpreter, "-B", str(CHILD_DIR / script), *args]
 
 
 def _child_env(environ: Mapping[str, str]) -> dict[str, str]:
@@ -187,6 +187,9 @@ def _child_env(environ: Mapping[str, str]) -> dict[str, str]:
     # The child's records are ASCII JSON; this keeps a legacy console code page from mangling
     # any message text torch prints on stderr.
     env.setdefault("PYTHONIOENCODING", "utf-8")
+    # Read-only: importing torch must not write __pycache__/*.pyc into the examined environment
+    # (uv installs without bytecode). -B says the same on the command line.
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
 
 
