@@ -34,6 +34,15 @@ class CheckOptions:
             return limit
         return max(0.1, min(limit, self.deadline - time.monotonic()))
 
+    def child_limit(self, probe_timeout: float, cap: float, share: float) -> float:
+        """The limit for one program a probe runs: `share` of the probe's time (its own timeout or
+        --timeout, the smaller) and of what the run has left, at most `cap` seconds. Shares that
+        add up to less than 1 let the probe finish, and name what hung, before its deadline."""
+        limit = min(probe_timeout, self.timeout)
+        if self.deadline is not None:
+            limit = min(limit, self.deadline - time.monotonic())
+        return max(0.1, min(cap, limit * share))
+
 
 @dataclass(frozen=True)
 class ProbeContext:

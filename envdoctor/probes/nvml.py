@@ -150,16 +150,20 @@ def parse_smi_cuda_version(text: str) -> int | None:
     return int(match.group(1)) * 1000 + int(match.group(2)) * 10
 
 
-def _from_smi(host: Host, path: str, why: str, pci: tuple[str, ...]) -> NvmlFacts:
-    query = host.run([path, f"--query-gpu={_SMI_FIELDS}", "--format=csv,noheader,nounits"], _SMI_TIMEOUT)
+def _from_smi(
+    host: Host, path: str, why: str, pci: tuple[str, ...], timeout: float = _SMI_TIMEOUT
+) -> NvmlFacts:
+    query = host.run([path, f"--query-gpu={_SMI_FIELDS}", "--format=csv,noheader,nounits"], timeout)
     if not query.ok:
         detail = query.stderr.strip() or query.stdout.strip() or query.start_error or "failed"
+        if query.timed_out:  # named, so a hung driver is not just "failed"
+            detail = f"{why}; then {path} did not answer within {timeout:.2g} s and was stopped"
         status = "driver_not_loaded" if "couldn't communicate" in detail.lower() else "error"
         if "mismatch" in detail.lower():
             status = "version_mismatch"
         return NvmlFacts(status=status, source="nvidia-smi", error=detail[:500], pci_nvidia_devices=pci)
     gpus, driver = parse_smi_csv(query.stdout)
-    header = host.run([path], _SMI_TIMEOUT)
+    header = host.run([path], timeout)
     return NvmlFacts(
         status="ok",
         source="nvidia-smi",
@@ -176,7 +180,11 @@ def collect(ctx: ProbeContext) -> NvmlFacts:
     if host.platform().system == "Darwin":
         raise NotApplicable("macOS has no NVIDIA CUDA driver")
     pci = _pci_nvidia_devices(host) if host.platform().system == "Linux" else ()
-    outcome = host.python_json(host.own_python, "nvml_probe.py", (), _CHILD_TIMEOUT)
+    # Half the probe's time for the NVML child, a fifth for each nvidia-smi run: a hung driver is
+    # named before the probe's deadline, whatever --timeout is.
+    child_timeout = ctx.options.child_limit(PROBE.timeout, _CHILD_TIMEOUT, share=0.5)
+    smi_timeout = ctx.options.child_limit(PROBE.timeout, _SMI_TIMEOUT, share=0.2)
+    outcome = host.python_json(host.own_python, "nvml_probe.py", (), child_timeout)
     records = [r for r in outcome.records if r.get("record") == "nvml"]
     if records:
         facts = _from_record(records[-1], pci)
@@ -184,14 +192,14 @@ def collect(ctx: ProbeContext) -> NvmlFacts:
             return facts
         why = f"pynvml could not load ({facts.error})"
     elif outcome.timed_out:
-        why = f"the NVML query hung for {_CHILD_TIMEOUT:.0f} s"
+        why = f"the NVML query hung for {child_timeout:.2g} s and was stopped"
     elif outcome.signal:
         why = f"the NVML query crashed (signal {outcome.signal})"
     else:
         why = f"the NVML query failed ({outcome.start_error or outcome.stderr_tail[-300:]})"
     smi = _nvidia_smi(host)
     if smi:
-        return _from_smi(host, smi, why, pci)
+        return _from_smi(host, smi, why, pci, smi_timeout)
     status = "pynvml_missing" if records else "failed"
     return NvmlFacts(status=status, error=why, pci_nvidia_devices=pci)
 

@@ -234,9 +234,8 @@ def _nvcc_outcome(
 
 
 def nvcc_timeout(options: CheckOptions) -> float:
-    """A third of the probe's time (at most 10 s), and no more than half of what the run has left."""
-    limit = min(PROBE.timeout, options.timeout)
-    return options.seconds_left(min(_NVCC_TIMEOUT, max(0.5, limit / 3)) * 2) / 2
+    """A third of the probe's time, at most 10 s: two runs and the rest of the probe still fit."""
+    return options.child_limit(PROBE.timeout, _NVCC_TIMEOUT, share=1 / 3)
 
 
 def _wrapper_target(host: Host, nvcc: str, paths: _Paths) -> tuple[bool, str | None]:

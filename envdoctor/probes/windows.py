@@ -126,13 +126,15 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _dll_load(outcome: ChildOutcome) -> tuple[DllLoadFacts, Mapping[str, Any]]:
+def _dll_load(
+    outcome: ChildOutcome, timeout: float = _CHILD_TIMEOUT
+) -> tuple[DllLoadFacts, Mapping[str, Any]]:
     """The child's report as facts (module files get versions and origins later)."""
     reports = [r for r in outcome.records if r.get("record") == "dll"]
     stages = [str(r.get("dll")) for r in outcome.records if r.get("record") == "stage"]
     if not reports:
         if outcome.timed_out:
-            status, error = "timeout", f"loading torch's DLLs did not finish within {_CHILD_TIMEOUT:.0f} s"
+            status, error = "timeout", f"loading torch's DLLs did not finish within {timeout:.2g} s"
         elif outcome.start_error:
             status, error = "not_run", f"the interpreter could not be started ({outcome.start_error})"
         else:
@@ -253,8 +255,11 @@ def collect(ctx: ProbeContext) -> WindowsFacts:
     if host.platform().system != "Windows":
         raise NotApplicable("this is not Windows")
     info = ctx.target.info
-    outcome = host.python_json(ctx.target.interpreter.path, "dll_probe.py", (), _CHILD_TIMEOUT)
-    dll_load, raw = _dll_load(outcome)
+    # Most of the probe's time, so that a hang is reported as this area's fact, not lost to the
+    # probe's deadline (--timeout 5 used to leave a 30 s child behind).
+    timeout = ctx.options.child_limit(PROBE.timeout, _CHILD_TIMEOUT, share=0.75)
+    outcome = host.python_json(ctx.target.interpreter.path, "dll_probe.py", (), timeout)
+    dll_load, raw = _dll_load(outcome, timeout)
     system_root = host.env.get("SystemRoot") or host.env.get("SYSTEMROOT") or "C:\\Windows"
     system32 = ntpath.join(system_root, "System32")
     redist, errors = _redist(host)
