@@ -121,8 +121,10 @@ def _write(text: str, output: str | None) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
+    from envdoctor.limits import open_output
+
     try:
-        with open(output, "w", encoding="utf-8") as handle:
+        with open_output(output) as handle:  # a FIFO nobody reads is an error, not a hang
             handle.write(text)
     except OSError as exc:
         fail(f"--output {output}: cannot be written ({exc.strerror or exc})")

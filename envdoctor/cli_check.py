@@ -239,10 +239,11 @@ def emit(
 
 def append_step_summary(report: Report, path: str) -> None:
     """Append the Markdown report to GitHub's job summary; a failure to do so costs a warning only."""
+    from envdoctor.limits import open_output
     from envdoctor.render.markdown import render_markdown
 
     try:
-        with open(path, "a", encoding="utf-8") as handle:
+        with open_output(path, append=True) as handle:
             handle.write(render_markdown(report) + "\n")
     except OSError as exc:
         sys.stderr.write(

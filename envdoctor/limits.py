@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from typing import TextIO
 
 MIB = 1024 * 1024
 CONFIG_FILE_LIMIT = 4 * MIB  # pip.conf, .condarc, uv.toml, version.json, /proc files
@@ -59,3 +60,18 @@ def read_bytes(path: str, limit: int = CONFIG_FILE_LIMIT) -> bytes:
 def read_text(path: str, limit: int = CONFIG_FILE_LIMIT, errors: str = "strict") -> str:
     """The UTF-8 text of a regular file (see read_bytes); UnicodeDecodeError when `errors` is strict."""
     return read_bytes(path, limit).decode("utf-8", errors)
+
+
+def open_output(path: str, append: bool = False) -> TextIO:
+    """`path` opened to write text: a FIFO nobody reads is an OSError at once, never a wait
+    (a pipe somebody reads, such as /dev/stdout or `>(cat)`, works as before)."""
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC)
+    try:
+        fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0), 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # open(2): a FIFO with no reader
+            raise OSError(errno.ENXIO, "a FIFO that nobody reads", path) from None
+        raise
+    if hasattr(os, "set_blocking"):
+        os.set_blocking(fd, True)  # writes then wait for a slow reader, as a plain open's do
+    return os.fdopen(fd, "a" if append else "w", encoding="utf-8")

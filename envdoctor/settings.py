@@ -364,7 +364,9 @@ def load_config(explicit: str | None, cwd: str) -> tuple[str, dict[str, object]]
     if explicit is not None:
         path = Path(explicit)
         if not path.is_file():
-            what = "is a folder" if path.is_dir() else "no such file"
+            what = (
+                "is a folder" if path.is_dir() else "not a regular file" if path.exists() else "no such file"
+            )
             raise ConfigError(f"--config {explicit}: {what}; expected a TOML file such as {CONFIG_FILE}")
         return _read_config(path, explicit, required=True)
     for name in (CONFIG_FILE, PYPROJECT):
@@ -377,8 +379,10 @@ def load_config(explicit: str | None, cwd: str) -> tuple[str, dict[str, object]]
 
 
 def _read_config(path: Path, shown: str, required: bool) -> tuple[str, dict[str, object]] | None:
+    from envdoctor import limits
+
     try:
-        text = path.read_text(encoding="utf-8")
+        text = limits.read_text(str(path))  # regular files only, size-capped
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ConfigError(f"{shown}: cannot be read ({reason})") from None

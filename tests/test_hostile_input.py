@@ -285,3 +285,38 @@ def test_a_reader_that_goes_away_costs_nothing(argv: list[str], code: int) -> No
     assert closed.returncode == code
     shut = subprocess.run(["bash", "-c", '"$@" >&-', "-", *ENVDOCTOR, *argv], capture_output=True, timeout=60)
     assert shut.returncode == code and b"Traceback" not in shut.stderr
+
+
+# --- 9's siblings: --config, --output and $GITHUB_STEP_SUMMARY that are FIFOs or devices --------
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+def test_config_and_output_paths_that_would_block_are_errors_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    for option in ("--config", "--output"):
+        run = run_cli(capsys, monkeypatch, "check", "--from", str(FIXTURE), option, str(fifo))
+        assert run.code == 2
+        line = _one_error_line(run.err)
+        assert option in line and ("not a regular file" in line or "FIFO" in line), line
+    run = run_cli(capsys, monkeypatch, "check", "--from", str(FIXTURE), "--config", "/dev/zero")
+    assert run.code == 2 and "not a regular file" in _one_error_line(run.err)
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(fifo))
+    run = run_cli(capsys, monkeypatch, "check", "--from", str(FIXTURE), "-f", "github")
+    assert run.code == 0 and "GITHUB_STEP_SUMMARY" in run.err
+    assert time.monotonic() - started < 10
+
+
+def test_output_to_a_pipe_that_is_read_still_works(tmp_path: Path) -> None:
+    # `-o /dev/stdout` is a pipe here: opened without waiting, written normally.
+    done = subprocess.run(
+        [*ENVDOCTOR, "check", "--from", str(FIXTURE), "-f", "json", "-o", "/dev/stdout"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["schema"] == "envdoctor.report/1"
