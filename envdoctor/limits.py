@@ -31,6 +31,15 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
+def small_int(text: str) -> int | None:
+    """The number in `text` when it is 1 to 18 ASCII digits; else None. str.isdigit() is also
+    true for "²" and "⑧", which int() refuses, and int() refuses 4,300 digits: values from files,
+    snapshots and options go through here before int()."""
+    if 0 < len(text) <= 18 and text.isascii() and text.isdigit():
+        return int(text)
+    return None
+
+
 def read_bytes(path: str, limit: int = CONFIG_FILE_LIMIT) -> bytes:
     """The bytes of the regular file at `path`; OSError for anything else or past `limit` bytes."""
     # O_NONBLOCK: opening a FIFO for reading returns at once instead of waiting for a writer.

@@ -320,3 +320,37 @@ def test_output_to_a_pipe_that_is_read_still_works(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["schema"] == "envdoctor.report/1"
+
+
+# --- 11's siblings: digits that str.isdigit() accepts and int() refuses, anywhere -----------------
+
+ODD_NUMBERS = ["²", "⑧", "9" * 5000, "2." + "9" * 5000, "9" * 5000 + ".0", "²²", "².6"]
+
+
+@pytest.mark.parametrize("option", ["--driver", "--torch", "--gpu", "--cuda", "--python"])
+@pytest.mark.parametrize("value", ODD_NUMBERS, ids=lambda v: v[:6])
+def test_install_options_with_odd_numbers_are_one_line_exit_2(
+    option: str, value: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = run_cli(capsys, monkeypatch, "install", "--os", "linux", option, value)
+    assert run.code == 2, run.out
+    _one_error_line(run.err)
+
+
+@pytest.mark.parametrize("value", ODD_NUMBERS, ids=lambda v: v[:6])
+def test_odd_numbers_in_snapshot_strings_never_break_a_rule(value: str) -> None:
+    from envdoctor.engine import diagnose
+    from envdoctor.snapshot import snapshot_from_data
+
+    for name in ("linux-cuda13-toolkit-no-driver-cpu-torch", "linux-cuda-home-118-with-cu121-torch"):
+        data = json.loads((ROOT / "fixtures" / f"{name}.json").read_text(encoding="utf-8"))
+        for toolkit in _probe(data, "toolkit")["facts"]["toolkits"]:
+            toolkit["version"] = value
+        nvml = _probe(data, "nvml")
+        if nvml["facts"]:
+            nvml["facts"]["driver_version"] = value
+        snap = snapshot_from_data(data, name)
+        report = diagnose(snap.platform, snap.interpreter, snap.probes)
+        broken = [f.title for f in report.findings if f.title.startswith("envdoctor could not evaluate")]
+        assert not broken, broken
+        assert not [a.verdict for a in report.areas if "could not describe" in a.verdict]

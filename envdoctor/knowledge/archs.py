@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from envdoctor.knowledge import Release, load_table
+from envdoctor.limits import small_int
 
 Capability = tuple[int, int]
 
@@ -25,10 +26,11 @@ def parse_capability(text: str) -> Capability | None:
             break
     if "." in value:
         major, _, minor = value.partition(".")
-        if major.isdigit() and minor.isdigit() and len(minor) == 1:
-            return int(major), int(minor)
+        whole, part = small_int(major), small_int(minor)
+        if whole is not None and part is not None and len(minor) == 1:
+            return whole, part
         return None
-    if value.isdigit() and len(value) in (2, 3):
+    if small_int(value) is not None and len(value) in (2, 3):  # ASCII digits: not "²²"
         return int(value[:-1]), int(value[-1])
     return None
 

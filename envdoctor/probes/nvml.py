@@ -13,6 +13,7 @@ from typing import Any
 
 from envdoctor.host.base import Host
 from envdoctor.knowledge import archs
+from envdoctor.limits import small_int
 from envdoctor.probes.base import NotApplicable, ProbeContext, ProbeSpec
 
 NVIDIA_PCI_VENDOR = "0x10de"
@@ -130,15 +131,17 @@ def parse_smi_csv(text: str) -> tuple[tuple[Gpu, ...], str | None]:
     driver = None
     for line in text.splitlines():
         cells = [c.strip() for c in line.split(",")]
-        if len(cells) != 5 or not cells[0].isdigit():
+        index_number = small_int(cells[0]) if len(cells) == 5 else None
+        if index_number is None:
             continue
-        index, name, cap, memory, driver = cells
+        _, name, cap, memory, driver = cells
         capability = None
-        if re.fullmatch(r"\d+\.\d+", cap):
+        if re.fullmatch(r"[0-9]{1,3}\.[0-9]{1,3}", cap):
             major, minor = cap.split(".")
             capability = (int(major), int(minor))
-        memory_bytes = int(memory) * 2**20 if memory.isdigit() else None
-        gpus.append(Gpu(int(index), name, capability, memory_bytes))
+        megabytes = small_int(memory)
+        memory_bytes = megabytes * 2**20 if megabytes is not None else None
+        gpus.append(Gpu(index_number, name, capability, memory_bytes))
     return tuple(gpus), driver
 
 

@@ -18,6 +18,7 @@ from types import ModuleType
 
 from envdoctor.host.base import CommandResult, Host
 from envdoctor.knowledge import cuda_libraries
+from envdoctor.limits import small_int
 from envdoctor.probes.base import CheckOptions, NotApplicable, ProbeContext, ProbeSpec
 
 _NVCC_TIMEOUT = 10.0
@@ -56,7 +57,7 @@ class Toolkit:
     @property
     def major(self) -> int | None:
         head = (self.version or "").split(".")[0]
-        return int(head) if head.isdigit() else None
+        return small_int(head)
 
     @property
     def major_minor(self) -> str | None:

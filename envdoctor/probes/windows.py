@@ -19,6 +19,7 @@ from typing import Any
 from envdoctor.host.base import ChildOutcome, Host
 from envdoctor.knowledge import cuda_libraries
 from envdoctor.knowledge import windows as knowledge
+from envdoctor.limits import small_int
 from envdoctor.probes.base import NotApplicable, ProbeContext, ProbeSpec
 
 _CHILD_TIMEOUT = 30.0
@@ -184,7 +185,7 @@ def _redist(host: Host) -> tuple[tuple[RedistRegistration, ...], list[str]]:
             text = f"{values['Major']}.{values['Minor']}.{values['Bld']}.{rbld}"
         if text is not None:
             # "14.40.33810.00" -> "14.40.33810.0": the form file versions use
-            text = ".".join(str(int(p)) if p.isdigit() else p for p in text.split("."))
+            text = ".".join(str(small_int(p)) if small_int(p) is not None else p for p in text.split("."))
         found.append(
             RedistRegistration(
                 view=view,

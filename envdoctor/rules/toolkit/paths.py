@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from envdoctor import knowledge
 from envdoctor.install import plan as install
 from envdoctor.knowledge import cuda_libraries
+from envdoctor.limits import small_int
 from envdoctor.model import Fix, Severity
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.python_env import PythonFacts
@@ -46,7 +47,7 @@ def _torch_cuda(ctx: RuleContext) -> str | None:
 
 def _major(version: str | None) -> int | None:
     head = (version or "").split(".")[0]
-    return int(head) if head.isdigit() else None
+    return small_int(head)
 
 
 def _major_minor(version: str | None) -> str | None:
@@ -107,7 +108,9 @@ def toolkit_not_used_by_torch(ctx: RuleContext) -> Iterator[Hit]:
     no_driver = nvml is not None and not nvml.working
     if cuda and not no_driver:
         return  # a CUDA torch with a driver: the toolkit rules below judge the details
-    newest = max(real, key=lambda t: [int(p) for p in (t.version or "0").split(".") if p.isdigit()])
+    newest = max(
+        real, key=lambda t: [n for n in map(small_int, (t.version or "0").split(".")) if n is not None]
+    )
     name = f"CUDA {newest.major_minor or newest.version} toolkit" if newest.version else "CUDA toolkit"
     if no_driver:
         title = f"a {name} is installed, but no NVIDIA driver works here"
