@@ -246,6 +246,10 @@ def append_step_summary(report: Report, path: str) -> None:
         with open_output(path, append=True) as handle:
             handle.write(render_markdown(report) + "\n")
     except OSError as exc:
+        from envdoctor.redact import one_line
+
         sys.stderr.write(
-            f"envdoctor: warning: cannot append to $GITHUB_STEP_SUMMARY {path} ({exc.strerror or exc})\n"
+            "envdoctor: warning: "
+            + one_line(f"cannot append to $GITHUB_STEP_SUMMARY {path} ({exc.strerror or exc})")
+            + "\n"
         )

@@ -59,11 +59,21 @@ def probes_until(until: float) -> float:
     return max(until, time.monotonic() + MIN_PROBE_SECONDS)
 
 
+_at_exit = False
+
+
 def track(start: Any) -> subprocess.Popen[Any]:
-    """Start a child with `start()` and remember it until `forget`; refused while exiting."""
+    """Start a child with `start()` and remember it until `forget`; refused while exiting.
+
+    The first child also registers kill_all at exit, for callers that never ran `install`
+    (envdoctor.require in someone's program)."""
+    global _at_exit
     with _lock:
         if _closing:
             raise Exiting("envdoctor is exiting")
+        if not _at_exit:
+            atexit.register(kill_all)
+            _at_exit = True
         proc: subprocess.Popen[Any] = start()
         _children.add(proc)
         return proc
@@ -165,7 +175,6 @@ def install() -> None:
         return
     _installed = True
     _started = time.monotonic()
-    atexit.register(kill_all)
     guard_stdout()
     if threading.current_thread() is not threading.main_thread():
         return

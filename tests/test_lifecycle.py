@@ -289,3 +289,19 @@ def test_every_run_ends_within_the_timeout(machine: Machine, slack: float) -> No
     codes = {f["code"] for f in json.loads(done.stdout)["findings"]}
     assert "ED003" in codes
     _assert_all_gone(machine.started())
+
+
+def test_a_program_using_envdoctor_leaves_no_child_at_exit(machine: Machine) -> None:
+    # envdoctor.require() in someone's program: no console entry point, no signal handlers. A child
+    # still running when that program exits is killed with it (atexit).
+    script = (
+        "import os, sys, threading, time\n"
+        "from envdoctor.host.live import LiveHost\n"
+        "run = lambda: LiveHost().python_json(sys.executable, 'torch_probe.py', ('--no-smoke',), 100)\n"
+        "threading.Thread(target=run, daemon=True).start()\n"
+        "while not os.path.exists(os.environ['ED_TEST_PIDS']):\n"
+        "    time.sleep(0.05)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], env=machine.env, cwd=machine.root, timeout=60)
+    assert done.returncode == 0
+    _assert_all_gone(machine.started())
