@@ -15,11 +15,13 @@ import atexit
 import contextlib
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:  # subprocess itself loads only with the first child (help and explain never start one)
+    import subprocess
 
 EXIT_INTERRUPTED = 130
 
