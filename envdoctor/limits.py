@@ -19,6 +19,14 @@ SNAPSHOT_LIMIT = 64 * MIB
 _CHUNK = 1024 * 1024
 
 
+class NotRegularFile(OSError):
+    """A FIFO, device or socket where a file was expected."""
+
+
+class TooLarge(OSError):
+    """A file past the size cap."""
+
+
 def _kind(mode: int) -> str:
     for test, name in (
         (stat.S_ISFIFO, "a FIFO"),
@@ -50,7 +58,7 @@ def read_bytes(path: str, limit: int = CONFIG_FILE_LIMIT) -> bytes:
         if stat.S_ISDIR(mode):
             raise IsADirectoryError(errno.EISDIR, "is a folder, not a file", path)
         if not stat.S_ISREG(mode):
-            raise OSError(errno.EINVAL, f"not a regular file ({_kind(mode)})", path)
+            raise NotRegularFile(errno.EINVAL, f"not a regular file ({_kind(mode)})", path)
         chunks: list[bytes] = []
         size = 0
         while True:  # st_size is 0 for /proc files: read to the end, up to the limit
@@ -59,7 +67,7 @@ def read_bytes(path: str, limit: int = CONFIG_FILE_LIMIT) -> bytes:
                 break
             size += len(chunk)
             if size > limit:
-                raise OSError(errno.EFBIG, f"larger than {limit // MIB} MiB", path)
+                raise TooLarge(errno.EFBIG, f"larger than {limit // MIB} MiB", path)
             chunks.append(chunk)
     finally:
         os.close(fd)

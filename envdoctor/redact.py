@@ -17,10 +17,8 @@ MASK = "****"
 
 # Every pattern here runs in time linear in the text: values come from files and variables anyone
 # can write, and a 120 KB value must not cost seconds (no nested or overlapping repetition; the
-# URL credential scan is plain str.find/rfind, see _mask_userinfo).
+# URL credential scan is str.splitlines/split/rfind, see _mask_userinfo).
 
-# Characters that end a line: a URL's credentials never span one.
-_LINE_BREAK = re.compile("[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 # Where a conda URL ends when looking for its /t/<token> segment.
 _URL_END = re.compile(r"[\s'\"]")
 # conda's token form: https://conda.anaconda.org/t/<token>/channel, also at the end of a
@@ -58,30 +56,23 @@ def _mask_userinfo(text: str, keep_user: bool) -> str:
     The credentials run from "://" to the last "@" before the line ends or the next URL starts:
     quotes, "<", ">", an unencoded "/", tabs or a BOM in a password are masked with it. A path
     that holds an "@" later on the line is masked too: showing too little beats leaking a secret.
+    Lines and URLs are cut with str.splitlines and str.split, so the work is linear.
     """
-    start = text.find("://")
-    if start < 0:
+    if "://" not in text:
         return text
-    pieces: list[str] = []
-    done = 0
-    while start >= 0:
-        body = start + 3
-        following = text.find("://", body)
-        end = following if following >= 0 else len(text)
-        line_break = _LINE_BREAK.search(text, body, end)
-        if line_break is not None:
-            end = line_break.start()
-        at = text.rfind("@", body, end)
-        if at >= 0:
-            userinfo = text[body:at]
-            user, colon, _ = userinfo.partition(":")
-            masked = f"{user}:{MASK}" if keep_user and colon else MASK
-            pieces.append(text[done:body])
-            pieces.append(masked)
-            done = at
-        start = following
-    pieces.append(text[done:])
-    return "".join(pieces)
+    lines = text.splitlines(keepends=True)
+    for number, line in enumerate(lines):
+        if "://" not in line:
+            continue
+        parts = line.split("://")
+        for index in range(1, len(parts)):  # each part: after one "://", up to the next
+            part = parts[index]
+            at = part.rfind("@")
+            if at >= 0:
+                user, colon, _ = part[:at].partition(":")
+                parts[index] = (f"{user}:{MASK}" if keep_user and colon else MASK) + part[at:]
+        lines[number] = "://".join(parts)
+    return "".join(lines)
 
 
 def _split_tail(value: str) -> tuple[str, str]:
@@ -115,24 +106,26 @@ def redact_text(text: str) -> str:
 
 
 def _has_userinfo(text: str) -> bool:
-    return _mask_userinfo(text, keep_user=False) != text or f"://{MASK}@" in text
+    """Whether an "@" follows a "://" on its line (masked credentials count too)."""
+    if "://" not in text:
+        return False
+    return any("@" in part for line in text.splitlines() for part in line.split("://")[1:])
 
 
 def _has_conda_token(text: str) -> bool:
     """An http(s) URL with a /t/<token> segment (elsewhere /t/ is an ordinary folder)."""
-    start = text.find("://")
-    while start >= 0:
-        following = text.find("://", start + 3)
-        end = following if following >= 0 else len(text)
-        stop = _URL_END.search(text, start + 3, end)
-        if stop is not None:
-            end = stop.start()
-        scheme = text[max(0, start - 5) : start].lower()
-        if scheme.endswith(("http", "https")):
-            segment = text.find("/t/", start + 3, end)
-            if segment >= 0 and segment + 3 < end and text[segment + 3] != "/":
-                return True
-        start = following
+    if "://" not in text or "/t/" not in text:
+        return False
+    parts = text.split("://")
+    for index in range(1, len(parts)):
+        if not parts[index - 1][-5:].lower().endswith(("http", "https")):
+            continue
+        part = parts[index]
+        stop = _URL_END.search(part)
+        url = part if stop is None else part[: stop.start()]
+        segment = url.find("/t/")
+        if segment >= 0 and segment + 3 < len(url) and url[segment + 3] != "/":
+            return True
     return False
 
 
@@ -162,7 +155,9 @@ def is_secret_name(name: str) -> bool:
 def one_line(message: str) -> str:
     """A message fit for one line on stderr: line breaks and control characters escaped, then
     credentials masked (escaping first keeps a line break inside a password from hiding it)."""
-    escaped = "".join(ch if ch.isprintable() or ch == " " else repr(ch)[1:-1] for ch in message)
+    if message.isprintable():  # the usual case, checked at C speed
+        return redact_text(message)
+    escaped = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in message)
     return redact_text(escaped)
 
 

@@ -35,6 +35,7 @@ def test_a_hung_nvml_child_and_nvidia_smi_fit_the_probe(timeout: float) -> None:
     hangs = Hangs()
     hung = CommandResult(returncode=None, timed_out=True)
     host = FakeHost(
+        missing_ok=True,  # no PCI devices, no other files: only the two programs matter here
         programs={"nvidia-smi": smi},
         children={"nvml_probe.py": hangs},
         commands={(smi, f"--query-gpu={nvml._SMI_FIELDS}", "--format=csv,noheader,nounits"): hung},
@@ -59,13 +60,14 @@ def test_a_hung_dll_child_fits_the_windows_probe(timeout: float) -> None:
     facts = windows.collect(ctx)
     assert hangs.limits[0] < min(windows.PROBE.timeout, timeout)
     assert facts.dll_load.status == "timeout"
-    assert f"within {hangs.limits[0]:.2g} s" in (facts.dll_load.error or "")
+    assert "hung for" in (facts.dll_load.error or "")
 
 
 @pytest.mark.parametrize("timeout", TIMEOUTS)
 def test_nvcc_runs_once_within_a_share_of_the_probe(timeout: float) -> None:
     nvcc = "/usr/local/cuda/bin/nvcc"
     host = FakeHost(
+        missing_ok=True,
         programs={"nvcc": nvcc},
         environ={"CUDA_HOME": "/usr/local/cuda", "PATH": "/usr/local/cuda/bin"},
         files={nvcc: "\x7fELF", "/usr/local/cuda/include/cuda_runtime.h": ""},
@@ -75,7 +77,7 @@ def test_nvcc_runs_once_within_a_share_of_the_probe(timeout: float) -> None:
     facts = toolkit.collect(context(host, timeout=timeout))
     assert host.calls.count((nvcc, "--version")) == 1
     assert toolkit.nvcc_timeout(CheckOptions(timeout=timeout)) * 2 < min(toolkit.PROBE.timeout, timeout)
-    assert "did not answer" in toolkit.describe(facts) and nvcc in toolkit.describe(facts)
+    assert "hung for" in toolkit.describe(facts) and nvcc in toolkit.describe(facts)
 
 
 @pytest.mark.parametrize("timeout", TIMEOUTS)

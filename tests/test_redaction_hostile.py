@@ -181,12 +181,10 @@ def test_secret_assignments_in_free_text_are_masked(text: str) -> None:
     ids=lambda v: repr(v[:12]),
 )
 def test_masking_is_linear(value: str) -> None:
-    started = time.perf_counter()
-    redact_text(value)
-    has_secret(value)
-    redact_private_text(value, homes=("/home/a",))
-    one_line(value)
-    assert time.perf_counter() - started < 0.5
+    for mask in (redact_text, has_secret, lambda v: redact_private_text(v, homes=("/home/a",)), one_line):
+        started = time.perf_counter()
+        mask(value)
+        assert time.perf_counter() - started < 0.5, mask
 
 
 @pytest.mark.parametrize(

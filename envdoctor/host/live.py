@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from envdoctor import lifecycle, limits
-from envdoctor.host.base import ChildOutcome, CommandResult, DiskInfo, MemoryInfo
+from envdoctor.host.base import (
+    ChildOutcome,
+    CommandResult,
+    DiskInfo,
+    MemoryInfo,
+    file_too_large,
+    not_a_regular_file,
+)
 from envdoctor.model import PlatformInfo
 
 CHILD_DIR = Path(__file__).resolve().parent.parent / "child"
@@ -83,10 +90,18 @@ class LiveHost:
     def is_dir(self, path: str) -> bool:
         return os.path.isdir(path)
 
-    def read_text(self, path: str) -> str:
-        # Regular files only, size-capped: a FIFO or /dev/zero at a config path is an OSError
-        # (that file's status), never a hang. Newlines as text-mode open() gives them.
-        text = limits.read_text(path, errors="replace")
+    def read_text(self, path: str, max_bytes: int | None = None) -> str:
+        # Regular files only, size-capped (4 MiB unless the caller asks for less): a FIFO or
+        # /dev/zero at a config path is an OSError (that file's status), never a hang.
+        limit = limits.CONFIG_FILE_LIMIT if max_bytes is None else max_bytes
+        try:
+            data = limits.read_bytes(path, limit)
+        except limits.TooLarge:
+            raise file_too_large(path, limit) from None
+        except limits.NotRegularFile:
+            raise not_a_regular_file(path) from None
+        # As open() in text mode would: universal newlines, undecodable bytes replaced.
+        text = data.decode("utf-8", errors="replace")
         return text.replace("\r\n", "\n").replace("\r", "\n")
 
     def list_dir(self, path: str) -> tuple[str, ...]:

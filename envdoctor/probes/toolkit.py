@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from envdoctor.host.base import CommandResult, Host
+from envdoctor.host.ending import ChildEnding, EndingKind
 from envdoctor.knowledge import cuda_libraries
 from envdoctor.limits import small_int
 from envdoctor.probes.base import CheckOptions, NotApplicable, ProbeContext, ProbeSpec
@@ -224,10 +225,11 @@ def _nvcc_outcome(
     nvcc: str, result: CommandResult, timeout: float
 ) -> tuple[str | None, str | None, str | None]:
     if not result.ok:
-        if result.timed_out:
-            return None, None, f"{nvcc} --version did not answer within {timeout:.2g} s and was stopped"
-        why = result.start_error or (result.stderr.strip() or result.stdout.strip())[-300:]
-        return None, None, f"nvcc --version failed: {why or f'exit code {result.returncode}'}"
+        ending = ChildEnding.of_result(result, limit=timeout)
+        said = ending.last_output(width=300) if ending.kind is not EndingKind.TIMEOUT else ""
+        # The path names which nvcc hung (PATH's or CUDA_HOME's may be another file).
+        shown = nvcc if ending.kind is EndingKind.TIMEOUT else "nvcc"
+        return None, None, f"{shown} --version {ending.describe()}" + (f": {said}" if said else "")
     match = _RELEASE.search(result.stdout)
     if not match:
         return None, None, "nvcc --version printed no release number"
@@ -583,7 +585,7 @@ def describe(facts: ToolkitFacts) -> str:
         release = facts.nvcc.release or "?"
         parts.append(f"nvcc {release} on PATH ({facts.nvcc.path})")
     # What hung or failed is named on the area line: otherwise a stuck nvcc is invisible.
-    parts.extend(e for e in facts.errors if "did not answer" in e or "hung" in e)
+    parts.extend(e for e in facts.errors if " hung" in e)
     return "; ".join(parts)
 
 
