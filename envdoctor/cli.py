@@ -16,6 +16,7 @@ import typer
 from envdoctor import __version__
 from envdoctor.cli_check import BugReportFormat, ReportFormat, check_options, emit, settings_for
 from envdoctor.cli_help import COMMAND_HELP, ROOT_HELP, VERSION_HELP
+from envdoctor.cli_update import register as register_update
 
 if TYPE_CHECKING:
     from envdoctor.model import Interpreter, PlatformInfo, ProbeResult
@@ -92,6 +93,7 @@ def _live_report_inputs(
     probes: Sequence[ProbeSpec[Any]] | None = None,
     smoke: bool = True,
     smoke_size: int | None = None,
+    offline: bool = False,
 ) -> tuple[PlatformInfo, Interpreter, tuple[ProbeResult, ...]]:
     from envdoctor import lifecycle
     from envdoctor.engine import run_probes
@@ -106,7 +108,9 @@ def _live_report_inputs(
     except TargetError as exc:
         fail(str(exc))
     deadline = lifecycle.probes_until(deadline)
-    options = CheckOptions(smoke=smoke, smoke_size=smoke_size, timeout=timeout, deadline=deadline)
+    options = CheckOptions(
+        smoke=smoke, smoke_size=smoke_size, timeout=timeout, offline=offline, deadline=deadline
+    )
     ctx = ProbeContext(host=host, target=target, options=options)
     chosen = PROBES if probes is None else probes
     results = run_probes(ctx, chosen, while_waiting=lambda: _warm_renderer(fmt))
@@ -145,8 +149,9 @@ def check(
     python: Optional[str] = typer.Option(
         None,
         "--python",
-        help="The interpreter to examine (default: $VIRTUAL_ENV, $CONDA_PREFIX, "
-        "else the one envdoctor runs in).",
+        help="The interpreter to examine: a path, an environment folder (.venv) or a command on PATH "
+        "(python3.12); default: $VIRTUAL_ENV, $CONDA_PREFIX, else the one envdoctor runs in, or, where "
+        "that has no torch (pipx, uv tool), ./.venv, ./venv, the conda base or python3 on PATH.",
     ),
     from_snapshot: Optional[str] = typer.Option(
         None, "--from", help="Diagnose a snapshot written by `envdoctor snapshot` instead."
@@ -163,6 +168,12 @@ def check(
         metavar="N",
         help="Smoke-test matrix size (default: 1024 on GPUs, reduced to fit free memory; 256 on the "
         "CPU, which uses at most 1024).",
+    ),
+    offline: bool = typer.Option(
+        False,
+        "--offline",
+        help="Ask nothing of the network: fixes then use local sources or say they were not checked "
+        "(also ENVDOCTOR_OFFLINE=1).",
     ),
     requested: Optional[dict[str, Any]] = None,  # the options check_options adds, keyed by option name
 ) -> None:
@@ -185,7 +196,13 @@ def check(
         report = judge(snap.platform, snap.interpreter, snap.probes, settings, source=from_snapshot)
     else:
         inputs = _live_report_inputs(
-            python, timeout, fmt, selected_probes(settings), smoke=not no_smoke, smoke_size=smoke_size
+            python,
+            timeout,
+            fmt,
+            selected_probes(settings),
+            smoke=not no_smoke,
+            smoke_size=smoke_size,
+            offline=offline,
         )
         report = judge(*inputs, settings)
     emit(report, fmt, verbose, output, _write)
@@ -312,6 +329,9 @@ def install(
     fmt: OutputFormat = typer.Option(
         OutputFormat.console, "--format", "-f", help="Output format.", case_sensitive=False
     ),
+    offline: bool = typer.Option(
+        False, "--offline", help="Ask nothing of the network (no check that an index answers)."
+    ),
 ) -> None:
     from envdoctor.cli_lean import CommandError
     from envdoctor.cli_lean import install as body
@@ -326,6 +346,7 @@ def install(
         "gpu": gpu,
         "manager": manager.value if manager else None,
         "mirror": mirror,
+        "offline": offline,
     }
     try:
         text, code = body(options, fmt.value)
@@ -333,6 +354,9 @@ def install(
         fail(str(exc))
     _write(text, None)
     raise typer.Exit(code)
+
+
+register_update(app, fail)
 
 
 def main() -> None:

@@ -89,11 +89,25 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class StaleVariable:
+    """An activation variable ($VIRTUAL_ENV, $CONDA_PREFIX) naming a folder with no Python in it."""
+
+    variable: str
+    path: str
+    exists: bool  # the folder is there, without an interpreter; else it is gone
+
+
+@dataclass(frozen=True)
 class Interpreter:
     """The Python environment being examined and why that one was chosen."""
 
     path: str
     reason: str
+    # Activation variables passed over because their environment is gone (rule ED004).
+    stale: tuple[StaleVariable, ...] = ()
+    # envdoctor's own isolated environment (a pipx or uv tool install, or any without torch),
+    # examined only because no project environment was found: no fix installs torch into it.
+    own_isolated: bool = False
 
 
 @dataclass(frozen=True)

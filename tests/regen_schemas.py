@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Union
 
+from envdoctor.install.commands import CommandKind
+from envdoctor.install.plan import Route
 from envdoctor.model import Interpreter, PlatformInfo, ProbeStatus, Severity
 from envdoctor.probes import PROBES
 from envdoctor.serde import INT_MAX, INT_MIN
@@ -232,7 +234,8 @@ def install_schema() -> dict[str, Any]:
         "properties": {
             "manager": {"enum": ["pip", "uv", "conda"]},
             "command": STRING,
-            "kind": STRING,  # absent for a shell command; "pyproject.toml" for a snippet
+            # absent for a shell command; "pyproject.toml" for a snippet
+            "kind": {"enum": [k.value for k in CommandKind if k is not CommandKind.SHELL]},
         },
         "required": ["manager", "command"],
     }
@@ -247,6 +250,9 @@ def install_schema() -> dict[str, Any]:
             "commands": {"type": "array", "items": command},
             "warnings": STRINGS,
             "suggestions": STRINGS,
+            "source": STRING,  # only when the sources are known: where the build comes from
+            "route": {"enum": [r.value for r in Route]},
+            "unverified": {"const": True},  # only for a release newer than envdoctor's data
             "inputs": {
                 "type": "object",
                 "additionalProperties": {

@@ -82,7 +82,7 @@ def bad_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 BAD_INPUTS = [
     (("check", "--python", "/no/such/python"), "no such file"),
-    (("check", "--python", "{adir}"), "is a folder"),
+    (("check", "--python", "{adir}"), "a folder without a Python interpreter"),
     (("check", "--python", "/bin/sh"), "not a runnable Python interpreter"),
     (("check", "--format", "yaml"), "'yaml' is not one of"),
     (("check", "--timeout", "0"), "--timeout 0"),

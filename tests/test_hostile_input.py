@@ -332,7 +332,10 @@ ODD_NUMBERS = ["²", "⑧", "9" * 5000, "2." + "9" * 5000, "9" * 5000 + ".0", "�
 def test_install_options_with_odd_numbers_are_one_line_exit_2(
     option: str, value: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    run = run_cli(capsys, monkeypatch, "install", "--os", "linux", option, value)
+    run = run_cli(capsys, monkeypatch, "install", "--os", "linux", option, value)  # raises on a traceback
+    if option == "--gpu":  # a GPU envdoctor cannot place is a note on the plan, not an error
+        assert run.code in (0, 1) and "Note: " in run.out, run.err
+        return
     assert run.code == 2, run.out
     _one_error_line(run.err)
 

@@ -75,7 +75,7 @@ def test_install_outputs_validate(name: str) -> None:
     if target.driver_version and gpu is not None:
         target = InstallTarget(**{**target.__dict__, "gpu_capabilities": (gpu.capability,)})
     inputs = (Input("OS", target.os, "given"), Input("Mirror", "https://u:tok@h.example/simple", "detected"))
-    data = json.loads(render_install(plan(target), inputs))
+    data = json.loads(render_install(plan(target), inputs, target.os))
     _validator("install-1.json").validate(data)
 
 

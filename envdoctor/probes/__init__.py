@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from envdoctor.probes import mirrors, nvml, python_env, system, toolkit, torch_build, windows
+from envdoctor.probes import mirrors, nvml, python_env, sources, system, toolkit, torch_build, windows
 from envdoctor.probes.base import CheckOptions, NotApplicable, ProbeContext, ProbeSpec
 
 PROBES: tuple[ProbeSpec[Any], ...] = (
@@ -15,6 +15,7 @@ PROBES: tuple[ProbeSpec[Any], ...] = (
     toolkit.PROBE,
     windows.PROBE,
     mirrors.PROBE,
+    sources.PROBE,
 )
 
 PROBES_BY_NAME: dict[str, ProbeSpec[Any]] = {p.name: p for p in PROBES}

@@ -24,6 +24,7 @@ class CheckOptions:
     smoke: bool = True
     smoke_size: int | None = None
     timeout: float = 60.0
+    offline: bool = False  # no network at all (the sources probe's reachability checks)
     # The time.monotonic() by which every probe must have answered (the process's --timeout,
     # counted from its start); None: each probe gets `timeout` from when the probes start.
     deadline: float | None = None

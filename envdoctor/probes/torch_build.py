@@ -409,6 +409,7 @@ def describe(facts: TorchFacts) -> str:
     if facts.mps_available:
         parts.append("MPS available")
     text = ", ".join(parts)
+    text += _newer_than_data(facts.version)
     said = smoke_facts.verdict(facts.smoke)
     return f"{text}; {said}" if said else text
 
@@ -424,6 +425,20 @@ def _load_line(load: CompanionLoad) -> str:
     error = f": {load.error.type}" if load.error is not None else ""
     where = f" at {load.step}" if load.step else ""
     return f"{load.name}{version}: {load.status.value}{where}{error}"
+
+
+def _newer_than_data(version: str | None) -> str:
+    """Said plainly on the torch line: the rules judge such a build from its own facts (its CUDA
+    version, its arch list), and fixes keep its release rather than downgrade it silently."""
+    from envdoctor import knowledge
+
+    if not knowledge.newer_than_data(version):
+        return ""
+    public = (version or "").split("+", 1)[0]
+    return (
+        f" (torch {public} is newer than envdoctor's data ({knowledge.data_horizon()}); "
+        "`envdoctor update` refreshes it)"
+    )
 
 
 def details(facts: TorchFacts) -> tuple[str, ...]:

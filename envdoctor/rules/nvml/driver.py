@@ -151,8 +151,6 @@ def driver_relies_on_minor_version_compat(ctx: RuleContext) -> Iterator[Hit]:
         "that need a newer driver can fail with cudaErrorUnsupportedPtxVersion or "
         "cudaErrorCallRequiresNewerDriver."
     )
-    if ctx.platform.os == "windows" and verdict.torch_cuda.startswith("12."):
-        detail += " On Windows NVIDIA also printed 528.33 as the 12.x minimum, and uv expects it."
     yield Hit(
         title=f"torch {torch.version} (CUDA {verdict.torch_cuda}) runs on this driver only with limits",
         detail=detail,

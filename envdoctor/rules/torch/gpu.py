@@ -155,7 +155,7 @@ def _fallback_fix(ctx: RuleContext, capability: Capability) -> Fix | None:
 
 def arch_fixes(ctx: RuleContext, capability: Capability) -> tuple[Fix, ...]:
     plan = install.plan(install_target(ctx, want_cuda=True))
-    planned = plan_fix(plan, f"Install a build with kernels for {sm(capability)}")
+    planned = plan_fix(ctx, plan, f"Install a build with kernels for {sm(capability)}")
     if planned is not None and _planned_runs_on(ctx, plan, capability):
         return (planned,)
     fallback = _fallback_fix(ctx, capability)
