@@ -94,6 +94,7 @@ def _live_report_inputs(
     smoke: bool = True,
     smoke_size: int | None = None,
     offline: bool = False,
+    details: bool = False,
 ) -> tuple[PlatformInfo, Interpreter, tuple[ProbeResult, ...]]:
     from envdoctor import lifecycle
     from envdoctor.engine import run_probes
@@ -109,10 +110,17 @@ def _live_report_inputs(
         fail(str(exc))
     deadline = lifecycle.probes_until(deadline)
     options = CheckOptions(
-        smoke=smoke, smoke_size=smoke_size, timeout=timeout, offline=offline, deadline=deadline
+        smoke=smoke,
+        smoke_size=smoke_size,
+        timeout=timeout,
+        offline=offline,
+        details=details,
+        deadline=deadline,
     )
     ctx = ProbeContext(host=host, target=target, options=options)
     chosen = PROBES if probes is None else probes
+    if not details:  # what only a bug report needs is not collected for a check
+        chosen = tuple(p for p in chosen if not p.on_request)
     results = run_probes(ctx, chosen, while_waiting=lambda: _warm_renderer(fmt))
     try:
         target.info  # noqa: B018 - an interpreter that did not answer is exit 2, not a finding
@@ -225,7 +233,7 @@ def snapshot(
     _check_timeout(timeout)
     _check_smoke_size(smoke_size)
     platform, interpreter, probes = _live_report_inputs(
-        python, timeout, smoke=not no_smoke, smoke_size=smoke_size
+        python, timeout, smoke=not no_smoke, smoke_size=smoke_size, details=True
     )
     text = dumps(Snapshot(platform, interpreter, probes, description=description))
     _write(text, output)
@@ -261,7 +269,7 @@ def bug_report(
         except SnapshotError as exc:
             fail(str(exc))
     else:
-        snap = Snapshot(*_live_report_inputs(python, timeout, fmt))
+        snap = Snapshot(*_live_report_inputs(python, timeout, fmt, details=True))
     _write(render_report(snap, fmt.value, os.environ, source=from_snapshot or "live"), output)
 
 

@@ -201,10 +201,16 @@ def test_the_planners_build_is_checked_against_a_gpu_only_torch_saw() -> None:
 
 
 def test_kepler_gets_torch_27_cu118() -> None:
+    # A K80 is a retired Kepler GPU: ED305 says so and carries the fixes (the CPU build first, then
+    # the last CUDA build with its kernels); the missing arch (ED301) folds under it.
     nvml = nvml_facts("Tesla K80", (3, 7), driver="470.182.03", cuda=11040)
-    (finding,) = findings(torch_facts("2.5.1+cu121", CU12_ARCHS, (3, 7)), nvml)
-    assert finding.code == "ED301"
-    assert "torch==2.7.1" in finding.fixes[0].commands[0] and "/whl/cu118" in finding.fixes[0].commands[0]
+    found = findings(torch_facts("2.5.1+cu121", CU12_ARCHS, (3, 7)), nvml)
+    assert [(f.code, f.folded_under) for f in found] == [("ED301", "ED305"), ("ED305", None)]
+    cause = found[1]
+    assert "R470" in cause.detail and "torch 2.7.1 (cu118)" in cause.detail
+    keep = cause.fixes[-1].commands[0]
+    assert "torch==2.7.1" in keep and "/whl/cu118" in keep
+    assert "/whl/cpu" in cause.fixes[0].commands[0] and "Tesla K80 (sm_37, Kepler)" in cause.title
 
 
 def test_jetson_orin_is_caught_where_torch_major_check_is_not() -> None:

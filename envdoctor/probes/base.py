@@ -25,6 +25,7 @@ class CheckOptions:
     smoke_size: int | None = None
     timeout: float = 60.0
     offline: bool = False  # no network at all (the sources probe's reachability checks)
+    details: bool = False  # gather what only a bug report needs (the environment probe)
     # The time.monotonic() by which every probe must have answered (the process's --timeout,
     # counted from its start); None: each probe gets `timeout` from when the probes start.
     deadline: float | None = None
@@ -65,6 +66,8 @@ class ProbeSpec(Generic[F]):
     timeout: float = 10.0
     slow: bool = False  # started first, so the others hide behind it
     details: Callable[[F], tuple[str, ...]] | None = None
+    # Run only when the caller asks for details (`report`, `snapshot`), and no area line of its own.
+    on_request: bool = False
 
     def describe_any(self, facts: Any) -> str:
         return self.describe(facts)

@@ -15,6 +15,8 @@ from typing import Any
 
 from envdoctor.host.base import ChildOutcome
 from envdoctor.host.ending import ChildEnding
+from envdoctor.limits import small_int
+from envdoctor.model import TextEnum
 from envdoctor.probes import torch_smoke as smoke_facts
 from envdoctor.probes.base import CheckOptions, ProbeContext, ProbeSpec
 from envdoctor.probes.torch_smoke import SmokeFacts
@@ -115,6 +117,27 @@ def normalize_name(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+class BridgeStatus(TextEnum):
+    OK = "ok"  # tensor.numpy() worked
+    FAILED = "failed"  # it raised ("Numpy is not available")
+    NOT_RUN = "not_run"  # import torch failed, or an older snapshot
+
+
+@dataclass(frozen=True)
+class NumpyFacts:
+    """NumPy beside torch, as the torch child saw it."""
+
+    version: str | None = None  # the installed distribution; None: not installed
+    bridge: BridgeStatus = BridgeStatus.NOT_RUN
+    error: str | None = None  # what tensor.numpy() raised
+    message: str | None = None  # what NumPy printed on stderr while torch imported, if anything
+
+    @property
+    def major(self) -> int | None:
+        head = (self.version or "").split(".", 1)[0]
+        return small_int(head)  # ASCII digits only: "²" in a snapshot is no version
+
+
 @dataclass(frozen=True)
 class ChildEnd:
     """How the child ended when it did not finish its report."""
@@ -161,6 +184,7 @@ class TorchFacts:
     crash: ChildEnd | None = None
     smoke: SmokeFacts | None = None  # None: not run (older snapshots, no torch, import failed)
     extensions: ExtensionFacts | None = None  # None: not examined (snapshots from before it was)
+    numpy: NumpyFacts | None = None  # None: not looked at (older snapshots, torch not installed)
 
     @property
     def imported(self) -> bool:
@@ -298,6 +322,22 @@ def extensions_from_records(records: Sequence[Mapping[str, Any]], outcome: Child
     return ExtensionFacts(loads=tuple(loads), distributions=distributions)
 
 
+def _numpy(raw: Any) -> NumpyFacts | None:
+    if not isinstance(raw, Mapping):
+        return None
+
+    def text(key: str) -> str | None:
+        value = raw.get(key)
+        return str(value) if isinstance(value, str) else None
+
+    return NumpyFacts(
+        version=text("version"),
+        bridge=BridgeStatus.parse(raw.get("bridge"), BridgeStatus.NOT_RUN),
+        error=text("error"),
+        message=text("message"),
+    )
+
+
 def facts_from_outcome(outcome: ChildOutcome, smoke: bool = True) -> TorchFacts:
     """Turn the child's records, or the way it died, into facts."""
     records = [r for r in outcome.records if r.get("record") == "torch"]
@@ -352,6 +392,7 @@ def facts_from_outcome(outcome: ChildOutcome, smoke: bool = True) -> TorchFacts:
         ),
         import_seconds=raw.get("import_seconds"),
         cuda_visible_devices=raw.get("cuda_visible_devices"),
+        numpy=_numpy(raw.get("numpy")),
         smoke=smoke_facts.smoke_from_records(outcome.records, outcome)
         if smoke
         else smoke_facts.skipped("--no-smoke"),

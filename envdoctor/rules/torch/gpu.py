@@ -177,6 +177,7 @@ def _first_line(text: str) -> str:
     severity=Severity.ERROR,
     summary="the installed torch has no kernels (cubin or PTX) for this GPU's architecture",
     needs=(TorchFacts,),
+    consequence_of=("ED305",),
     doc=RuleDoc(
         what="Each GPU's compute capability (from torch, NVML, or torch's own 'sm_XX is not "
         "compatible' warning) against torch.cuda.get_arch_list(), with NVIDIA's rule: a cubin "
