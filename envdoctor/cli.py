@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Optional
 import typer
 
 from envdoctor import __version__
+from envdoctor import cli_fix as _cli_fix
 from envdoctor.cli_check import BugReportFormat, ReportFormat, check_options, emit, settings_for
 from envdoctor.cli_help import COMMAND_HELP, ROOT_HELP, VERSION_HELP
 from envdoctor.cli_update import register as register_update
@@ -365,6 +366,8 @@ def install(
 
 
 register_update(app, fail)
+# fix: its options and body live in cli_fix.py; registered here, after install, as the help lists it.
+app.command("fix", help=COMMAND_HELP["fix"])(_cli_fix.fix)
 
 
 def main() -> None:

@@ -40,6 +40,10 @@ COMMAND_HELP: dict[str, str] = {
     "folder.\n\nReads PyTorch's per-variant wheel pages and the default index (pip's configured index, "
     "else pip's default); `check` and `install` then know the newer releases. What an index cannot tell "
     "(GPU arch lists, minimum drivers) is carried forward from the nearest known build, marked assumed.",
+    "fix": "Apply the install fixes of the current findings to the examined interpreter: show the "
+    "commands and package changes, ask, record what is installed, run them, check again, and restore "
+    "if it got worse.\n\nExit codes: 0 fixed, 1 not fixed (the output says why), 2 bad usage, "
+    "130 interrupted.",
 }
 
 # Below this width rich truncates the option column ("--versi…"); typer draws such pages.

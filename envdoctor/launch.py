@@ -62,14 +62,17 @@ def main() -> None:
     # typer makes TERMINAL_WIDTH an int when it loads: "²" or "abc" there would crash --help.
     if os.environ.get("TERMINAL_WIDTH") and small_int(os.environ["TERMINAL_WIDTH"]) is None:
         del os.environ["TERMINAL_WIDTH"]
-    argv = sys.argv[1:]
-    if argv[:1] == ["check"]:
-        _early_torch_child(argv)
-    else:
-        _quick(argv)
-    from envdoctor.cli import main as cli_main
+    try:
+        argv = sys.argv[1:]
+        if argv[:1] == ["check"]:
+            _early_torch_child(argv)
+        else:
+            _quick(argv)
+        from envdoctor.cli import main as cli_main
 
-    cli_main()
+        cli_main()
+    except KeyboardInterrupt:  # Ctrl-C (or SIGTERM/SIGHUP) before the CLI could catch it
+        sys.exit(lifecycle.EXIT_INTERRUPTED)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 Every child (the torch child, nvcc, the interpreter's self-report) runs in a session of its own, so
 a timeout can kill its whole tree; that also means a Ctrl-C in the terminal never reaches it. So
 envdoctor keeps the list here and kills every child's process group on every way out: a normal
-exit, an exception, SIGINT, SIGTERM or SIGHUP (then exit 130 with one line on stderr).
+exit, an exception, SIGINT, SIGTERM or SIGHUP (then one line on stderr, KeyboardInterrupt in the
+main thread, and exit 130).
 
 A closed stdout (`envdoctor rules | head -1`) is not a failure either: output goes to the null
 device from then on and the run ends with the code it would have had.
@@ -97,11 +98,11 @@ def kill_tree(proc: subprocess.Popen[Any]) -> None:
         pass
 
 
-def kill_all() -> None:
-    """Kill every child still running, and start no more."""
+def kill_all(closing: bool = True) -> None:
+    """Kill every child still running; with `closing` (at exit), start no more."""
     global _closing
     with _lock:
-        _closing = True
+        _closing = _closing or closing
         running = list(_children)
         _children.clear()
     for proc in running:
@@ -110,17 +111,17 @@ def kill_all() -> None:
 
 
 def _on_signal(number: int, _frame: object) -> None:
-    kill_all()
+    """Every child's process group killed at once, one line, then KeyboardInterrupt in the main
+    thread: the CLI turns it into exit 130, and `envdoctor fix` first reports what it changed."""
+    kill_all(closing=False)  # what follows (fix's report) may still run a program
     try:
         name = signal.Signals(number).name
     except ValueError:
         name = str(number)
-    try:
+    with contextlib.suppress(OSError, ValueError, AttributeError):
         sys.stderr.write(f"\nenvdoctor: interrupted ({name}); stopped every process it had started\n")
         sys.stderr.flush()
-    except (OSError, ValueError, AttributeError):
-        pass
-    os._exit(EXIT_INTERRUPTED)
+    raise KeyboardInterrupt
 
 
 class _QuietStdout:

@@ -67,6 +67,15 @@ class ProbeStatus(str, enum.Enum):
     TIMEOUT = "timeout"
 
 
+class FixKind(TextEnum):
+    """Who may carry a fix out: `envdoctor fix` runs INSTALL fixes (package-manager commands for the
+    examined interpreter, built by the planner or from exact pins); MANUAL ones (drivers, system
+    packages, settings, reboots) it only prints."""
+
+    MANUAL = "manual"
+    INSTALL = "install"
+
+
 @dataclass(frozen=True)
 class Fix:
     """One way out: a sentence, the commands to paste, and where to read more."""
@@ -74,6 +83,7 @@ class Fix:
     summary: str
     commands: tuple[str, ...] = ()
     link: str | None = None
+    kind: FixKind = FixKind.MANUAL
 
 
 @dataclass(frozen=True)

@@ -58,3 +58,18 @@ def quote(arg: str, os_name: str) -> str:
 def join(argv: Sequence[str], os_name: str) -> str:
     """`render` for the default shell of `os_name`."""
     return render(argv, default_shell(os_name))
+
+
+_WINDOWS_WORD = re.compile(r'"((?:[^"\\]|\\.)*)"|(\S+)')
+
+
+def split(command: str, os_name: str) -> tuple[str, ...]:
+    """The arguments of a command `join` wrote for `os_name` (its inverse; cmd's quoting on Windows);
+    ValueError if unbalanced."""
+    if os_name != "windows":
+        return tuple(shlex.split(command))
+    words = []
+    for match in _WINDOWS_WORD.finditer(command):
+        quoted, bare = match.groups()
+        words.append(bare if bare is not None else quoted.replace('\\"', '"'))
+    return tuple(words)

@@ -7,7 +7,7 @@ the live machine, a recorded Windows machine, or a fake in a test.
 from __future__ import annotations
 
 import errno
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -126,6 +126,13 @@ class Host(Protocol):
         ...
 
     def run(self, argv: Sequence[str], timeout: float) -> CommandResult: ...
+
+    def stream(self, argv: Sequence[str], timeout: float, on_line: Callable[[str], None]) -> CommandResult:
+        """Run a program that changes the machine (`envdoctor fix`'s pip commands), handing each line
+        of its output (stdout and stderr merged) to `on_line` as it comes. The result's stdout holds
+        the output's tail. A timeout or Ctrl-C kills the program's whole process group; Ctrl-C is
+        then raised again (KeyboardInterrupt) for the caller to report the state."""
+        ...
 
     def python_json(self, interpreter: str, script: str, args: Sequence[str], timeout: float) -> ChildOutcome:
         """Run a child script (a file name in envdoctor/child) in `interpreter`."""

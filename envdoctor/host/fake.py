@@ -85,6 +85,9 @@ class FakeHost:
     # envdoctor's own environment: by default one with torch, so it is examined when none is active
     own_prefix: str = "/usr"
     own_torch: bool = True
+    # stream(): called with each argv before its scripted result is used (to change files, or to
+    # raise KeyboardInterrupt as a user's Ctrl-C would).
+    on_stream: Callable[[tuple[str, ...]], None] | None = None
     # URL prefix -> what a request gets. None: the network is not part of the test, every URL
     # answers 200; a dict makes it strict: a request it does not script fails the test.
     urls: dict[str, UrlStatus] | None = None
@@ -173,6 +176,20 @@ class FakeHost:
         if self.missing_ok:
             return NOT_FOUND
         raise self._unscripted(f"run({list(key)!r})")
+
+    def stream(self, argv: Sequence[str], timeout: float, on_line: Callable[[str], None]) -> CommandResult:
+        key = tuple(argv)
+        self.calls.append(key)
+        if self.on_stream is not None:
+            self.on_stream(key)
+        result = self.commands.get(key)
+        if result is None:
+            if self.missing_ok:
+                return NOT_FOUND
+            raise self._unscripted(f"stream({list(key)!r})")
+        for line in (result.stdout + result.stderr).splitlines(keepends=True):
+            on_line(line)
+        return result
 
     def python_json(self, interpreter: str, script: str, args: Sequence[str], timeout: float) -> ChildOutcome:
         self.calls.append((interpreter, script, *args))

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import atexit
+import collections
 import contextlib
+import io
 import json
 import os
 import platform
@@ -12,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +135,35 @@ class LiveHost:
             stderr=ran.stderr,
             start_error=f"printed more than {STDOUT_LIMIT // (1024 * 1024)} MiB" if ran.cut else None,
         )
+
+    def stream(self, argv: Sequence[str], timeout: float, on_line: Callable[[str], None]) -> CommandResult:
+        try:
+            proc = _start(argv, self._env, merge_stderr=True)
+        except OSError as exc:
+            return CommandResult(returncode=None, start_error=_describe_start_error(exc))
+        tail: collections.deque[str] = collections.deque(maxlen=200)
+
+        def pump() -> None:
+            assert proc.stdout is not None
+            for line in io.TextIOWrapper(proc.stdout, encoding="utf-8", errors="replace"):
+                tail.append(line)
+                on_line(line)
+
+        reader = threading.Thread(target=pump, name="stream-output", daemon=True)
+        reader.start()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _end_group(proc)
+            reader.join(5)
+            return CommandResult(returncode=None, stdout="".join(tail), timed_out=True)
+        except KeyboardInterrupt:
+            _end_group(proc)  # the whole group: pip's own children (builds) too
+            reader.join(5)
+            raise
+        reader.join(5)
+        lifecycle.forget(proc)
+        return CommandResult(returncode=proc.returncode, stdout="".join(tail))
 
     def python_json(self, interpreter: str, script: str, args: Sequence[str], timeout: float) -> ChildOutcome:
         early = _EARLY.pop((interpreter, script, tuple(args)), None) if self._env == os.environ else None
@@ -271,20 +302,25 @@ def parse_records(stdout: str) -> tuple[Mapping[str, Any], ...]:
     return tuple(records)
 
 
-def _start(argv: Sequence[str], env: Mapping[str, str]) -> subprocess.Popen[bytes]:
+def _start(
+    argv: Sequence[str], env: Mapping[str, str], merge_stderr: bool = False
+) -> subprocess.Popen[bytes]:
     extra: dict[str, Any] = {}
     if os.name == "posix":
         # A session of its own lets a timeout kill the whole tree, grandchildren included; the
         # terminal's Ctrl-C then no longer reaches it, so lifecycle kills it on every way out.
         extra["start_new_session"] = True
     else:
-        extra["creationflags"] = getattr(subprocess, "CREATE_NO_WINDOW", 0)
+        # Its own process group, so that Ctrl-C reaches envdoctor, which then ends the program.
+        extra["creationflags"] = getattr(subprocess, "CREATE_NO_WINDOW", 0) | (
+            getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0) if merge_stderr else 0
+        )
     return lifecycle.track(
         lambda: subprocess.Popen(
             list(argv),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
             env=dict(env),
             **extra,
         )
@@ -373,6 +409,14 @@ def _communicate(proc: subprocess.Popen[bytes], timeout: float) -> _Ran:
         timed_out,
         out.overflowed,
     )
+
+
+def _end_group(proc: subprocess.Popen[bytes]) -> None:
+    """Kill a streamed program's process group; its output pipe is left to the thread reading it."""
+    lifecycle.kill_tree(proc)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)
+    lifecycle.forget(proc)
 
 
 def _describe_start_error(exc: OSError) -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from envdoctor.install import plan as install
 from envdoctor.install import sources
-from envdoctor.install.commands import command_text
-from envdoctor.model import Fix
+from envdoctor.install.commands import CommandKind, command_text
+from envdoctor.model import Fix, FixKind
 from envdoctor.probes.mirrors import MirrorFacts
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.python_env import PythonFacts
@@ -90,6 +90,7 @@ def plan_fix(ctx: RuleContext, plan: install.InstallPlan, summary: str) -> Fix |
         summary=f"{summary}: {plan.reason}{told}",
         commands=plan_commands(ctx, plan),
         link=GET_STARTED,
+        kind=FixKind.INSTALL if all(c.kind is CommandKind.SHELL for c in plan.commands) else FixKind.MANUAL,
     )
 
 

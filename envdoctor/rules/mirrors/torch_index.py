@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from envdoctor.install import plan as install
 from envdoctor.install.commands import Command, command_text, resolve_mirror
 from envdoctor.knowledge.mirrors import IndexStatus, KnownIndex
-from envdoctor.model import Fix, Severity
+from envdoctor.model import Fix, FixKind, Severity
 from envdoctor.probes.mirrors import MirrorFacts
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.torch_build import TorchFacts
@@ -41,14 +41,14 @@ def _plan_fixes(ctx: RuleContext, summary: str, mirror_url: str) -> list[Fix]:
     if not plan.possible:
         return []
     commands = plan_commands(ctx, plan)
-    fixes = [Fix(summary=f"{summary}: {plan.reason}", commands=commands, link=GET_STARTED)]
+    fixes = [Fix(f"{summary}: {plan.reason}", commands, GET_STARTED, FixKind.INSTALL)]
     choice = resolve_mirror(mirror_url, "detected")
     wheels = choice.wheels
     if wheels is not None and wheels.name != "official-pytorch" and wheels.status == IndexStatus.OK:
         mirrored = install.plan(replace(target, mirror=choice))
         nearer = plan_commands(ctx, mirrored)
         if mirrored.possible and nearer != commands:
-            fixes.append(Fix(summary=f"The same from {wheels.title}", commands=nearer))
+            fixes.append(Fix(f"The same from {wheels.title}", nearer, kind=FixKind.INSTALL))
     return fixes
 
 

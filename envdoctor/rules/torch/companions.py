@@ -27,7 +27,7 @@ from envdoctor import knowledge
 from envdoctor.install import plan as install
 from envdoctor.install.commands import choose_index
 from envdoctor.knowledge import Release
-from envdoctor.model import Fix, Severity
+from envdoctor.model import Fix, FixKind, Severity
 from envdoctor.probes.python_env import PythonFacts
 from envdoctor.probes.torch_build import (
     CompanionLoad,
@@ -297,6 +297,7 @@ def pair_fix(
         f"configured source{notes}",
         commands=(join(argv, target.os),),
         link=GET_STARTED,
+        kind=FixKind.INSTALL,
     )
 
 
@@ -516,6 +517,7 @@ def _dependent_fixes(ctx: RuleContext, torch: TorchFacts, unmet: UnmetRequiremen
             Fix(
                 summary=f"Install the {installed.name} torch {dependent.version} was built with",
                 commands=(join([*launcher, "install", unmet.wanted], os_name),),
+                kind=FixKind.INSTALL,
             ),
         )
     hold = installed_pin(installed.name, installed.version)
@@ -525,6 +527,7 @@ def _dependent_fixes(ctx: RuleContext, torch: TorchFacts, unmet: UnmetRequiremen
             f"(pip looks for a release of {dependent.name} that accepts it, keeping {installed.name} "
             "as it is)",
             commands=(join([*launcher, "install", "--upgrade", dependent.name, hold], os_name),),
+            kind=FixKind.INSTALL,
         )
     ]
     if normalize_name(installed.name) == "torch":
@@ -536,6 +539,7 @@ def _dependent_fixes(ctx: RuleContext, torch: TorchFacts, unmet: UnmetRequiremen
             Fix(
                 summary=f"Install the {installed.name} {dependent.name} was built for",
                 commands=(join([*launcher, "install", unmet.wanted], os_name),),
+                kind=FixKind.INSTALL,
             )
         )
     return tuple(fixes)

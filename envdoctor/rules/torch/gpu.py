@@ -12,7 +12,7 @@ from envdoctor.knowledge import gpu_compute
 from envdoctor.knowledge.archs import Capability, dotted, sm
 from envdoctor.knowledge.drivers import DriverKind, driver_support
 from envdoctor.knowledge.mirrors import official_wheel_url
-from envdoctor.model import Fix, Severity
+from envdoctor.model import Fix, FixKind, Severity
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.probes.torch_smoke import DeviceKind, SmokeDevice, SmokeStep, StepStatus
@@ -149,6 +149,7 @@ def _fallback_fix(ctx: RuleContext, capability: Capability) -> Fix | None:
             f"{sm(capability)}",
             commands=(join(argv, ctx.platform.os),),
             link=GET_STARTED,
+            kind=FixKind.INSTALL,
         )
     return None
 

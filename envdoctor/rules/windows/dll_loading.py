@@ -39,7 +39,7 @@ def reinstall_fix(ctx: RuleContext) -> Fix | None:
     # A clean reinstall: everything out first, then fresh downloads rather than cached wheels.
     install = [f"{c} --no-cache-dir" if " install " in c else c for c in planned.commands]
     commands = tuple(install) if any(" uninstall " in c for c in install) else (uninstall, *install)
-    return Fix(summary=planned.summary, commands=commands, link=planned.link)
+    return Fix(summary=planned.summary, commands=commands, link=planned.link, kind=planned.kind)
 
 
 @rule(
