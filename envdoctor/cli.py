@@ -42,7 +42,9 @@ class OutputFormat(str, Enum):
 
 def fail(message: str) -> NoReturn:
     """One line on stderr and exit 2: envdoctor could not do what was asked."""
-    typer.echo(f"envdoctor: error: {message}", err=True)
+    from envdoctor.redact import one_line
+
+    typer.echo(f"envdoctor: error: {one_line(message)}", err=True)
     raise typer.Exit(EXIT_USAGE)
 
 
@@ -95,18 +97,26 @@ def _live_report_inputs(
     offline: bool = False,
     details: bool = False,
 ) -> tuple[PlatformInfo, Interpreter, tuple[ProbeResult, ...]]:
+    from envdoctor import lifecycle
     from envdoctor.engine import run_probes
     from envdoctor.host.live import LiveHost
     from envdoctor.probes import PROBES, CheckOptions, ProbeContext
     from envdoctor.target import TargetError, start_target
 
     host = LiveHost()
+    deadline = lifecycle.deadline(timeout)  # every limit below derives from --timeout
     try:
-        target = start_target(host, python)
+        target = start_target(host, python, lifecycle.question_timeout(deadline))
     except TargetError as exc:
         fail(str(exc))
+    deadline = lifecycle.probes_until(deadline)
     options = CheckOptions(
-        smoke=smoke, smoke_size=smoke_size, timeout=timeout, offline=offline, details=details
+        smoke=smoke,
+        smoke_size=smoke_size,
+        timeout=timeout,
+        offline=offline,
+        details=details,
+        deadline=deadline,
     )
     ctx = ProbeContext(host=host, target=target, options=options)
     chosen = PROBES if probes is None else probes
@@ -127,8 +137,10 @@ def _write(text: str, output: str | None) -> None:
         sys.stdout.write(for_stream(text, sys.stdout))
         sys.stdout.flush()
         return
+    from envdoctor.limits import open_output
+
     try:
-        with open(output, "w", encoding="utf-8") as handle:
+        with open_output(output) as handle:  # a FIFO nobody reads is an error, not a hang
             handle.write(text)
     except OSError as exc:
         fail(f"--output {output}: cannot be written ({exc.strerror or exc})")
@@ -380,7 +392,9 @@ def main() -> None:
         if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
             ctx = getattr(exc, "ctx", None)
             hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
-            typer.echo(f"envdoctor: error: {exc.format_message()}{hint}", err=True)
+            from envdoctor.redact import one_line
+
+            typer.echo(f"envdoctor: error: {one_line(exc.format_message())}{hint}", err=True)
             sys.exit(EXIT_USAGE)
         raise
     sys.exit(rc if isinstance(rc, int) else 0)

@@ -184,7 +184,11 @@ def settings_for(requested: Mapping[str, Any], fail: Callable[[str], Any]) -> Se
         if options.get(key) is not None:
             options[key] = ",".join(options[key])
     try:
-        return resolve(options, cwd=os.getcwd(), names=registry_names(), config=requested.get("config"))
+        cwd = os.getcwd()
+    except OSError:  # the working folder was deleted: it holds no config file any more
+        cwd = os.curdir
+    try:
+        return resolve(options, cwd=cwd, names=registry_names(), config=requested.get("config"))
     except SettingsError as exc:
         return fail(str(exc))  # type: ignore[no-any-return]
 
@@ -218,12 +222,17 @@ def emit(
 
 def append_step_summary(report: Report, path: str) -> None:
     """Append the Markdown report to GitHub's job summary; a failure to do so costs a warning only."""
+    from envdoctor.limits import open_output
     from envdoctor.render.markdown import render_markdown
 
     try:
-        with open(path, "a", encoding="utf-8") as handle:
+        with open_output(path, append=True) as handle:
             handle.write(render_markdown(report) + "\n")
     except OSError as exc:
+        from envdoctor.redact import one_line
+
         sys.stderr.write(
-            f"envdoctor: warning: cannot append to $GITHUB_STEP_SUMMARY {path} ({exc.strerror or exc})\n"
+            "envdoctor: warning: "
+            + one_line(f"cannot append to $GITHUB_STEP_SUMMARY {path} ({exc.strerror or exc})")
+            + "\n"
         )

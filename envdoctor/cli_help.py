@@ -295,7 +295,9 @@ def decide(environ: Mapping[str, str], isatty: bool, terminal_width: int | None)
     for name in ("TERMINAL_WIDTH", "COLUMNS"):  # typer's, then rich's
         value = environ.get(name)
         if value is not None and width is None:
-            if not value.isdigit():  # typer fails on a TERMINAL_WIDTH that is not a number
+            # ASCII digits only: int() refuses "²" (which isdigit() accepts) and 5,000 digits.
+            if not (value.isascii() and value.isdigit() and len(value) <= 6):
+                # typer fails on a TERMINAL_WIDTH that is not a number
                 if name == "TERMINAL_WIDTH":
                     return None
                 continue

@@ -219,5 +219,7 @@ def answer(argv: Sequence[str], environ: Mapping[str, str] = os.environ) -> tupl
             text, code = install(values, values.get("fmt", "console"))
             return text, "", code
     except CommandError as exc:
-        return "", f"envdoctor: error: {exc}\n", EXIT_USAGE
+        from envdoctor.redact import one_line  # as cli.fail: one line, credentials masked
+
+        return "", f"envdoctor: error: {one_line(str(exc))}\n", EXIT_USAGE
     return None

@@ -81,6 +81,8 @@ def run_probes(
     for probe in probes:
         limit = min(probe.timeout, ctx.options.timeout)
         remaining = started + limit - time.perf_counter()
+        if ctx.options.deadline is not None:  # the whole run's budget, counted from its start
+            remaining = min(remaining, ctx.options.deadline - time.monotonic())
         threads[probe.name].join(max(0.0, remaining))
         result = slots[probe.name].result
         if result is None:

@@ -12,6 +12,7 @@ it asks for exactly the same interpreter and arguments; otherwise the child is k
 
 from __future__ import annotations
 
+import os
 import sys
 
 # Options that change which interpreter is examined or how the torch child runs: with any of them
@@ -55,17 +56,27 @@ def _quick(argv: list[str]) -> None:
 
 
 def main() -> None:
+    from envdoctor import lifecycle
+    from envdoctor.limits import small_int
     from envdoctor.stream_text import protect_standard_streams
 
     protect_standard_streams()  # a cp1252 or ASCII stdout still prints every command
-    argv = sys.argv[1:]
-    if argv[:1] == ["check"]:
-        _early_torch_child(argv)
-    else:
-        _quick(argv)
-    from envdoctor.cli import main as cli_main
 
-    cli_main()
+    lifecycle.install()  # first: children are killed on every way out, a closed stdout is quiet
+    # typer makes TERMINAL_WIDTH an int when it loads: "²" or "abc" there would crash --help.
+    if os.environ.get("TERMINAL_WIDTH") and small_int(os.environ["TERMINAL_WIDTH"]) is None:
+        del os.environ["TERMINAL_WIDTH"]
+    try:
+        argv = sys.argv[1:]
+        if argv[:1] == ["check"]:
+            _early_torch_child(argv)
+        else:
+            _quick(argv)
+        from envdoctor.cli import main as cli_main
+
+        cli_main()
+    except KeyboardInterrupt:  # Ctrl-C (or SIGTERM/SIGHUP) before the CLI could catch it
+        sys.exit(lifecycle.EXIT_INTERRUPTED)
 
 
 if __name__ == "__main__":

@@ -15,37 +15,118 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 MASK = "****"
 
-# scheme://user:password@host -> scheme://user:****@host ; scheme://token@host -> scheme://****@host
-# Greedy up to the last "@" before the path, as pip splits: a password may contain "@".
-_URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/\s'\"<>]+)@")
+# Every pattern here runs in time linear in the text: values come from files and variables anyone
+# can write, and a 120 KB value must not cost seconds (no nested or overlapping repetition; the
+# URL credential scan is str.splitlines/split/rfind, see _mask_userinfo).
+
+# Where a conda URL ends when looking for its /t/<token> segment.
+_URL_END = re.compile(r"[\s'\"]")
 # conda's token form: https://conda.anaconda.org/t/<token>/channel, also at the end of a
 # channel_alias (https://conda.anaconda.org/t/<token>), where no slash follows.
 _CONDA_TOKEN = re.compile(r"(/t/)([^/\s'\"]+)(?=/|[\s'\"]|$)")
-_CONDA_URL_TOKEN = re.compile(r"https?://[^\s'\"]*?/t/[^/\s'\"]+", re.IGNORECASE)
-_SECRET_QUERY = re.compile(
-    r"([?&](?:[A-Za-z0-9_.-]*(?:token|secret|password|passwd|key|auth|signature|sig|credential)"
-    r"[A-Za-z0-9_.-]*)=)([^&#\s'\"]+)",
+# ?name=value / &name=value. The name class excludes the separators, so each attempt stops at the
+# next one: linear.
+_QUERY_PARAM = re.compile(r"([?&;])([A-Za-z0-9_.\-\[\]]+)=([^&#\s]*)")
+# Punctuation that ends a sentence around a value rather than belonging to it.
+_TRAILING = ":,;.)]}>'\""
+_SECRET_PARAM_WORD = re.compile(r"token|secret|pass|pwd|key|auth|sig|credential", re.IGNORECASE)
+# name=value in free text (a command, an error message, an ini line): NAME = value. The look-behind
+# keeps a name from starting inside another word, so each position is tried once.
+_ASSIGNMENT = re.compile(r"(?<![\w.\-])(-{0,2}[A-Za-z][\w.\-]{0,63})([ \t]*=[ \t]*)([^\s&#,;]+)")
+
+# Names that say "secret": anywhere in the name ...
+_SECRET_PART = re.compile(
+    r"TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|COOKIE|SESSION",
     re.IGNORECASE,
 )
-_SECRET_NAME = re.compile(
-    r"TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL|"
-    r"(^|_)AUTH($|_)|_PAT$|^PAT_|COOKIE|SESSION",
-    re.IGNORECASE,
-)
+# ... or as one whole word of it (pass, pwd, key, auth: too short to look for inside words such
+# as "keyring" or "compass").
+_SECRET_WORDS = frozenset({"pass", "pwd", "key", "auth", "authorization", "authtoken", "pat"})
+_WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+")
+# Variables with a secret-looking word that hold none: the shell's working folders (exact case:
+# a lowercase pwd key in a config file is a password).
+_NOT_SECRET_NAMES = frozenset({"PWD", "OLDPWD"})
+# A dataclass whose `key` field names a secret (pip.conf's `password = ...`) has these masked.
+_VALUE_FIELDS = ("value", "items", "pairs")
 
 
-def _userinfo(match: re.Match[str]) -> str:
-    userinfo = match.group("userinfo")
-    if ":" in userinfo:
-        user = userinfo.split(":", 1)[0]
-        return f"{match.group('scheme')}{user}:{MASK}@"
-    return f"{match.group('scheme')}{MASK}@"
+def _mask_userinfo(text: str, keep_user: bool) -> str:
+    """scheme://USERINFO@host -> scheme://user:****@host (or ****@host), whatever USERINFO holds.
+
+    The credentials run from "://" to the last "@" before the line ends or the next URL starts:
+    quotes, "<", ">", an unencoded "/", tabs or a BOM in a password are masked with it. A path
+    that holds an "@" later on the line is masked too: showing too little beats leaking a secret.
+    Lines and URLs are cut with str.splitlines and str.split, so the work is linear.
+    """
+    if "://" not in text:
+        return text
+    lines = text.splitlines(keepends=True)
+    for number, line in enumerate(lines):
+        if "://" not in line:
+            continue
+        parts = line.split("://")
+        for index in range(1, len(parts)):  # each part: after one "://", up to the next
+            part = parts[index]
+            at = part.rfind("@")
+            if at >= 0:
+                user, colon, _ = part[:at].partition(":")
+                parts[index] = (f"{user}:{MASK}" if keep_user and colon else MASK) + part[at:]
+        lines[number] = "://".join(parts)
+    return "".join(lines)
+
+
+def _split_tail(value: str) -> tuple[str, str]:
+    """(secret, punctuation after it): "tok3n:" in "--mirror x?token=tok3n: expected ..." keeps
+    the sentence's colon outside the mask."""
+    secret = value.rstrip(_TRAILING)
+    return secret, value[len(secret) :]
+
+
+def _query(match: re.Match[str]) -> str:
+    name = match.group(2)
+    value, tail = _split_tail(match.group(3))
+    if value and value != MASK and (_SECRET_PARAM_WORD.search(name) or is_secret_name(name)):
+        return f"{match.group(1)}{name}={MASK}{tail}"
+    return match.group(0)
+
+
+def _assignment(match: re.Match[str]) -> str:
+    name = match.group(1)
+    value, tail = _split_tail(match.group(3))
+    if value and value != MASK and is_secret_name(name.lstrip("-")):
+        return f"{name}{match.group(2)}{MASK}{tail}"
+    return match.group(0)
 
 
 def redact_text(text: str) -> str:
-    text = _URL_USERINFO.sub(_userinfo, text)
+    text = _mask_userinfo(text, keep_user=True)
     text = _CONDA_TOKEN.sub(lambda m: f"{m.group(1)}{MASK}", text)
-    return _SECRET_QUERY.sub(lambda m: f"{m.group(1)}{MASK}", text)
+    text = _QUERY_PARAM.sub(_query, text)
+    return _ASSIGNMENT.sub(_assignment, text)
+
+
+def _has_userinfo(text: str) -> bool:
+    """Whether an "@" follows a "://" on its line (masked credentials count too)."""
+    if "://" not in text:
+        return False
+    return any("@" in part for line in text.splitlines() for part in line.split("://")[1:])
+
+
+def _has_conda_token(text: str) -> bool:
+    """An http(s) URL with a /t/<token> segment (elsewhere /t/ is an ordinary folder)."""
+    if "://" not in text or "/t/" not in text:
+        return False
+    parts = text.split("://")
+    for index in range(1, len(parts)):
+        if not parts[index - 1][-5:].lower().endswith(("http", "https")):
+            continue
+        part = parts[index]
+        stop = _URL_END.search(part)
+        url = part if stop is None else part[: stop.start()]
+        segment = url.find("/t/")
+        if segment >= 0 and segment + 3 < len(url) and url[segment + 3] != "/":
+            return True
+    return False
 
 
 def has_secret(text: str) -> bool:
@@ -53,11 +134,31 @@ def has_secret(text: str) -> bool:
 
     A conda /t/ segment counts only in an http(s) URL: elsewhere it is an ordinary folder.
     """
-    return bool(_URL_USERINFO.search(text) or _SECRET_QUERY.search(text) or _CONDA_URL_TOKEN.search(text))
+    if _has_userinfo(text) or _has_conda_token(text):
+        return True
+    return any(
+        _SECRET_PARAM_WORD.search(m.group(2)) or is_secret_name(m.group(2))
+        for m in _QUERY_PARAM.finditer(text)
+        if m.group(3)
+    )
 
 
 def is_secret_name(name: str) -> bool:
-    return bool(_SECRET_NAME.search(name))
+    """Whether a variable, setting key or query parameter name says it holds a secret."""
+    if name in _NOT_SECRET_NAMES:
+        return False
+    if _SECRET_PART.search(name):
+        return True
+    return any(word.lower() in _SECRET_WORDS for word in _WORD_SPLIT.split(name))
+
+
+def one_line(message: str) -> str:
+    """A message fit for one line on stderr: line breaks and control characters escaped, then
+    credentials masked (escaping first keeps a line break inside a password from hiding it)."""
+    if message.isprintable():  # the usual case, checked at C speed
+        return redact_text(message)
+    escaped = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in message)
+    return redact_text(escaped)
 
 
 def redact(value: T) -> T:
@@ -71,7 +172,15 @@ def _redact(value: Any, text: Callable[[str], str]) -> Any:
     if isinstance(value, str):
         return text(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        changes = {f.name: _redact(getattr(value, f.name), text) for f in dataclasses.fields(value) if f.init}
+        key = getattr(value, "key", None)
+        secret = isinstance(key, str) and is_secret_name(key)
+        changes = {
+            f.name: _mask_all(getattr(value, f.name))
+            if secret and f.name in _VALUE_FIELDS
+            else _redact(getattr(value, f.name), text)
+            for f in dataclasses.fields(value)
+            if f.init
+        }
         return type(value)(**changes)
     if isinstance(value, tuple):
         return tuple(_redact(v, text) for v in value)
@@ -82,6 +191,15 @@ def _redact(value: Any, text: Callable[[str], str]) -> Any:
             k: (MASK if isinstance(k, str) and is_secret_name(k) and v else _redact(v, text))
             for k, v in value.items()
         }
+    return value
+
+
+def _mask_all(value: Any) -> Any:
+    """Every non-empty string in `value` masked: the value of a setting whose name says secret."""
+    if isinstance(value, str):
+        return MASK if value else value
+    if isinstance(value, tuple):
+        return tuple(_mask_all(v) for v in value)
     return value
 
 
@@ -108,9 +226,8 @@ def redact_private_text(text: str, homes: Sequence[str] = ()) -> str:
 
     `homes` are home folders in other places (HOME=/data/alice): their last part is masked too.
     """
-    text = redact_text(text)
     # The user part of URL credentials names a person too: user:****@ becomes ****@.
-    text = _URL_USERINFO.sub(lambda m: f"{m.group('scheme')}{MASK}@", text)
+    text = redact_text(_mask_userinfo(text, keep_user=False))
     text = _GPU_UUID.sub(GPU_UUID_MASK, text)
     for home in homes:
         home = home.rstrip("/\\")

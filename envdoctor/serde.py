@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 import types
 import typing
 from collections.abc import Mapping
@@ -11,6 +12,9 @@ from functools import cache
 from typing import Any, TypeVar, Union
 
 T = TypeVar("T")
+# Facts are counts, sizes and versions: every integer fits 64 bits, as in the JSON Schemas and
+# in every other language that reads a snapshot.
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 
 
 class DataError(ValueError):
@@ -93,10 +97,18 @@ def _convert(tp: Any, data: object, where: str) -> Any:
             raise DataError(f"{where}: {data!r} is not one of {allowed}") from None
     if tp is float:
         if isinstance(data, (int, float)) and not isinstance(data, bool):
-            return float(data)
+            try:
+                number = float(data)
+            except OverflowError:  # a 400-digit integer
+                number = math.inf
+            if not math.isfinite(number):
+                raise DataError(f"{where}: expected a finite number, got {_show(data)}")
+            return number
         raise DataError(f"{where}: expected a number, got {_kind(data)}")
     if tp is int:
         if isinstance(data, int) and not isinstance(data, bool):
+            if not INT_MIN <= data <= INT_MAX:
+                raise DataError(f"{where}: expected a 64-bit integer, got {_show(data)}")
             return data
         raise DataError(f"{where}: expected an integer, got {_kind(data)}")
     if tp in (str, bool):
@@ -108,6 +120,11 @@ def _convert(tp: Any, data: object, where: str) -> Any:
             return None
         raise DataError(f"{where}: expected null, got {_kind(data)}")
     raise DataError(f"{where}: unsupported type {tp!r}")
+
+
+def _show(number: object) -> str:
+    text = str(number)
+    return text if len(text) <= 24 else f"a number of {len(text)} digits"
 
 
 def _kind(data: object) -> str:

@@ -56,7 +56,9 @@ class ExpectationError(SettingsError):
         """One line. `where` is how the user wrote the key (--min-gpus); a "{}" in it is where the
         value goes (FILE min-gpus = {}), a "{!r}" the same in Python's spelling (require(min_gpus={!r}))."""
         if "{!r}" in where:  # Python's spelling, for the API
-            head = where.replace("{!r}", repr(self.value))
+            from envdoctor.redact import one_line
+
+            head = where.replace("{!r}", one_line(repr(self.value)))
         elif "{}" in where:
             head = where.replace("{}", _show(self.value))
         else:
@@ -102,7 +104,12 @@ class Settings:
 
 
 def _show(value: object) -> str:
-    return (
+    from envdoctor.redact import one_line  # an error message never shows a credential
+
+    text = str(value)
+    if len(text) > 80:  # 4,300 digits say nothing more than their count
+        return f"{one_line(text[:40])}... ({len(text)} characters)"
+    return one_line(
         repr(value)
         if isinstance(value, str)
         else str(value).lower()
@@ -117,16 +124,22 @@ def parse_bool(key: str, value: object) -> bool:
     raise ExpectationError(key, value, "not true or false", "true")
 
 
+MAX_COUNT = 1_000_000
+
+
 def parse_count(key: str, value: object) -> int:
     number: int | None = None
     if isinstance(value, int) and not isinstance(value, bool):
         number = value
-    elif isinstance(value, str) and value.strip().isdigit():
-        number = int(value.strip())
+    elif isinstance(value, str) and re.fullmatch(r"[0-9]+", value.strip()):  # ASCII: not "²" or "⑧"
+        text = value.strip().lstrip("0") or "0"
+        number = int(text) if len(text) <= len(str(MAX_COUNT)) else MAX_COUNT + 1
     if number is None:
         raise ExpectationError(key, value, "not a whole number", "2")
     if number < 1:
         raise ExpectationError(key, value, "must be at least 1", "2")
+    if number > MAX_COUNT:
+        raise ExpectationError(key, value, f"too large (at most {MAX_COUNT})", "2")
     return number
 
 
@@ -156,9 +169,10 @@ def parse_memory(key: str, value: object) -> str:
         try:
             if parse_size(value) > 0:
                 return value.strip()
-        except ValueError:
-            pass
-        reason = "not a size with a unit"
+        except ValueError as exc:
+            reason = "too large" if str(exc).endswith("too large") else "not a size with a unit"
+        else:
+            reason = "not a size with a unit"
     else:
         reason = "not a size with a unit (write it as a string)"
     raise ExpectationError(key, value, reason, '"24GiB"')
@@ -322,7 +336,9 @@ def load_config(explicit: str | None, cwd: str) -> tuple[str, dict[str, object]]
     if explicit is not None:
         path = Path(explicit)
         if not path.is_file():
-            what = "is a folder" if path.is_dir() else "no such file"
+            what = (
+                "is a folder" if path.is_dir() else "not a regular file" if path.exists() else "no such file"
+            )
             raise ConfigError(f"--config {explicit}: {what}; expected a TOML file such as {CONFIG_FILE}")
         return _read_config(path, explicit, required=True)
     for name in (CONFIG_FILE, PYPROJECT):
@@ -356,10 +372,13 @@ def _own_table_text(text: str) -> str | None:
 
 
 def _read_config(path: Path, shown: str, required: bool) -> tuple[str, dict[str, object]] | None:
+    from envdoctor import limits
+
     tolerant = not required and path.name == PYPROJECT  # the project's file, not envdoctor's
     try:
         # utf-8-sig: a byte-order mark (Windows editors write one) is read past, as uv and pip do.
-        text = path.read_bytes().decode("utf-8-sig")
+        # Regular files only, size-capped.
+        text = limits.read_bytes(str(path)).decode("utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         if tolerant:
@@ -380,6 +399,8 @@ def _read_config(path: Path, shown: str, required: bool) -> tuple[str, dict[str,
         except ValueError as own_exc:
             raise ConfigError(f"{shown} {TABLE}: not valid TOML ({own_exc})") from None
         _warn(f"{shown}: not valid TOML outside {TABLE} ({exc}); the rest of it is ignored")
+    except RecursionError:
+        raise ConfigError(f"{shown}: not valid TOML (nested too deeply)") from None
     tool = data.get("tool")
     table = tool.get("envdoctor") if isinstance(tool, dict) else None
     if table is not None:

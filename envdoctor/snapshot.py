@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from envdoctor import __version__
+from envdoctor import __version__, limits
 from envdoctor.model import Interpreter, PlatformInfo, ProbeResult, ProbeStatus
 from envdoctor.probes import PROBES_BY_NAME
 from envdoctor.redact import redact
@@ -74,41 +74,63 @@ def snapshot_from_data(data: object, name: str) -> Snapshot:
         if not isinstance(raw_probes, list):
             raise DataError("$.probes: expected a list")
         probes = []
+        seen: set[str] = set()
         for i, raw in enumerate(raw_probes):
             where = f"$.probes[{i}]"
             if not isinstance(raw, dict) or not isinstance(raw.get("probe"), str):
                 raise DataError(f'{where}: expected an object with a "probe" name')
+            if raw["probe"] in seen:
+                raise DataError(f"{where}: a second result for probe {raw['probe']!r}")
+            seen.add(raw["probe"])
             spec = PROBES_BY_NAME.get(raw["probe"])
             if spec is None:
                 continue  # a probe from a newer envdoctor: its facts cannot be judged here
             status = from_data(ProbeStatus, raw.get("status"), f"{where}.status")
             facts = raw.get("facts")
+            if status is ProbeStatus.OK and facts is None:
+                raise DataError(f'{where}.facts: a probe with status "ok" needs its facts')
+            seconds = from_data(float, raw.get("seconds", 0.0), f"{where}.seconds")
+            if seconds < 0:
+                raise DataError(f"{where}.seconds: expected a duration, got {seconds:g}")
             probes.append(
                 ProbeResult(
                     probe=spec.name,
                     status=status,
-                    seconds=from_data(float, raw.get("seconds", 0.0), f"{where}.seconds"),
+                    seconds=seconds,
                     facts=None if facts is None else from_data(spec.facts_type, facts, f"{where}.facts"),
-                    error=raw.get("error") if isinstance(raw.get("error"), str) else None,
+                    error=_optional_text(raw, "error", where),
                 )
             )
         return Snapshot(
             platform=platform,
             interpreter=interpreter,
             probes=tuple(probes),
-            envdoctor_version=str(data.get("envdoctor_version", "")),
-            created=str(data.get("created", "")),
-            description=str(data.get("description", "")),
-            sources=tuple(str(s) for s in data.get("sources") or ()),
+            envdoctor_version=_text(data, "envdoctor_version"),
+            created=_text(data, "created"),
+            description=_text(data, "description"),
+            sources=from_data(tuple[str, ...], _or_empty(data.get("sources")), "$.sources"),
         )
     except DataError as exc:
         raise SnapshotError(f"{name}: not a valid snapshot: {exc}") from None
 
 
+def _text(data: dict[str, Any], key: str) -> str:
+    return from_data(str, data.get(key, ""), f"$.{key}")
+
+
+def _or_empty(value: object) -> object:
+    return [] if value is None else value
+
+
+def _optional_text(data: dict[str, Any], key: str, where: str) -> str | None:
+    value = data.get(key)
+    return None if value is None else from_data(str, value, f"{where}.{key}")
+
+
 def load(path: str) -> Snapshot:
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+        # A regular file of sensible size only: a FIFO or /dev/zero is an error, never a hang.
+        text = limits.read_text(path, limits.SNAPSHOT_LIMIT)
     except IsADirectoryError:
         raise SnapshotError(f"{path}: is a folder; expected a snapshot JSON file") from None
     except FileNotFoundError:
@@ -122,4 +144,6 @@ def load(path: str) -> Snapshot:
         raise SnapshotError(
             f"{path}: not JSON ({exc}); expected a file written by `envdoctor snapshot`"
         ) from None
+    except RecursionError:
+        raise SnapshotError(f"{path}: not a snapshot (JSON nested too deeply)") from None
     return snapshot_from_data(data, path)

@@ -49,10 +49,10 @@ class Target:
         self._error: TargetError | None = None
         self._asking: threading.Thread | None = None
 
-    def _ask_in_background(self, host: Host) -> None:
+    def _ask_in_background(self, host: Host, timeout: float = _INFO_TIMEOUT) -> None:
         def ask() -> None:
             try:
-                self._info = read_python_info(host, self.interpreter.path)
+                self._info = read_python_info(host, self.interpreter.path, timeout)
             except TargetError as exc:
                 self._error = exc
 
@@ -98,29 +98,34 @@ def _chosen(host: Host, explicit: str | None) -> Interpreter:
     return found
 
 
-def resolve_target(host: Host, explicit: str | None) -> Target:
+def resolve_target(host: Host, explicit: str | None, timeout: float = _INFO_TIMEOUT) -> Target:
     """Choose the interpreter and check that it runs; TargetError when it does not."""
     interpreter = _chosen(host, explicit)
-    return Target(interpreter, read_python_info(host, interpreter.path))
+    return Target(interpreter, read_python_info(host, interpreter.path, timeout))
 
 
-def start_target(host: Host, explicit: str | None) -> Target:
+def start_target(host: Host, explicit: str | None, timeout: float = _INFO_TIMEOUT) -> Target:
     """Like resolve_target, but an interpreter that is surely Python (envdoctor's own, or the
     active environment's) is asked about itself in the background. A path given with --python
-    could be any program, so it is checked before any probe runs a script with it."""
+    could be any program, so it is checked before any probe runs a script with it. `timeout`
+    bounds that question (at most 20 s; less when the run's --timeout leaves less)."""
+    timeout = min(timeout, _INFO_TIMEOUT)
     if explicit:
-        return resolve_target(host, explicit)
+        return resolve_target(host, explicit, timeout)
     target = Target(_chosen(host, None))
-    target._ask_in_background(host)
+    target._ask_in_background(host, timeout)
     return target
 
 
-def read_python_info(host: Host, path: str) -> PythonInfo:
+def read_python_info(host: Host, path: str, timeout: float = _INFO_TIMEOUT) -> PythonInfo:
     """What the interpreter says about itself; TargetError when it is no runnable Python."""
-    outcome = host.python_json(path, "python_info.py", (), _INFO_TIMEOUT)
+    outcome = host.python_json(path, "python_info.py", (), timeout)
     records = [r for r in outcome.records if r.get("record") == "python"]
     if not records:
-        why = ChildEnding.of_outcome(outcome, limit=_INFO_TIMEOUT).describe()
+        if outcome.start_error and outcome.start_error.startswith("printed more than"):
+            why = outcome.start_error  # the live host stopped it: it never stops printing
+        else:
+            why = ChildEnding.of_outcome(outcome, limit=timeout).describe()
         raise TargetError(f"{path} is not a runnable Python interpreter ({why})")
     try:
         info = from_data(PythonInfo, {k: v for k, v in records[-1].items() if k != "record"})

@@ -43,14 +43,17 @@ def test_an_unreadable_pyproject_warns(
 ) -> None:
     path = tmp_path / "pyproject.toml"
     path.write_text("[tool.envdoctor]\nmin-gpus = 2\n", encoding="utf-8")
-    real = Path.read_bytes
+    from envdoctor import limits
 
-    def refuse(self: Path) -> bytes:  # root reads every file: chmod 0 would not reproduce it
-        if self.name == "pyproject.toml":
-            raise PermissionError(13, "Permission denied", str(self))
-        return real(self)
+    real = limits.read_bytes
 
-    monkeypatch.setattr(Path, "read_bytes", refuse)
+    def refuse(name: str, limit: int = limits.CONFIG_FILE_LIMIT) -> bytes:
+        # root reads every file: chmod 0 would not reproduce it
+        if Path(name).name == "pyproject.toml":
+            raise PermissionError(13, "Permission denied", name)
+        return real(name, limit)
+
+    monkeypatch.setattr(limits, "read_bytes", refuse)
     monkeypatch.chdir(tmp_path)
     result = run_cli(capsys, monkeypatch, "check", "--from", V100)
     assert result.code == 0  # min-gpus = 2 was not applied

@@ -84,7 +84,7 @@ class ChildEnding:
         if self.kind is EndingKind.NOT_STARTED:
             return f"could not start: {self.start_error}"
         if self.kind is EndingKind.TIMEOUT:
-            limit = f" for {self.limit:.0f} s" if self.limit is not None else ""
+            limit = f" for {_seconds(self.limit)} s" if self.limit is not None else ""
             return f"hung{limit}{during}"
         if self.kind is EndingKind.SIGNAL:
             return f"crashed{during} (signal {self.signal})"
@@ -94,3 +94,9 @@ class ChildEnding:
         """The last `lines` lines the child wrote on stderr, joined by " | ", each cut at `width`."""
         tail = self.stderr_tail.strip().splitlines()[-lines:]
         return " | ".join(line[:width] for line in tail)
+
+
+def _seconds(value: float) -> str:
+    """ "15" for 15.0 or 14.6; "1.7" for 1.67 and "0.5" for 0.5: limits derived from a short
+    --timeout are fractions, and "hung for 0 s" would say nothing."""
+    return f"{value:.0f}" if value >= 10 or value == int(value) else f"{value:.1f}"

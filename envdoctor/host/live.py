@@ -5,12 +5,11 @@ from __future__ import annotations
 import atexit
 import collections
 import contextlib
+import io
 import json
 import os
 import platform
 import shutil
-import signal
-import stat
 import subprocess
 import sys
 import threading
@@ -19,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from envdoctor import lifecycle, limits
 from envdoctor.host.base import (
     ChildOutcome,
     CommandResult,
@@ -33,6 +33,11 @@ from envdoctor.model import PlatformInfo
 
 CHILD_DIR = Path(__file__).resolve().parent.parent / "child"
 _STDERR_TAIL = 4000
+# A child's output is read up to these many bytes; one that prints more (a --python that is
+# /usr/bin/yes) is stopped there. The torch child's report is a few kilobytes.
+STDOUT_LIMIT = 8 * 1024 * 1024
+_STDERR_KEEP = 256 * 1024  # of stderr only the end matters
+_DRAIN = 0.5  # seconds to collect what a killed child left in its pipes
 
 
 class LiveHost:
@@ -85,7 +90,10 @@ class LiveHost:
         return DiskInfo(total_bytes=usage.total, free_bytes=usage.free)
 
     def cwd(self) -> str:
-        return os.getcwd()
+        try:
+            return os.getcwd()
+        except OSError:  # deleted under us: "." finds nothing, as there is nothing
+            return os.curdir
 
     def which(self, name: str) -> str | None:
         return shutil.which(name, path=self._env.get("PATH"))
@@ -98,18 +106,15 @@ class LiveHost:
 
     def read_text(self, path: str, max_bytes: int | None = None, strict: bool = False) -> str:
         errors = "strict" if strict else "replace"
-        if max_bytes is None:
-            with open(path, encoding="utf-8", errors=errors) as handle:
-                return handle.read()
-        # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
-        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
-        descriptor = os.open(path, flags)
-        with os.fdopen(descriptor, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                raise not_a_regular_file(path)
-            data = handle.read(max_bytes + 1)
-        if len(data) > max_bytes:
-            raise file_too_large(path, max_bytes)
+        # Regular files only, size-capped (4 MiB unless the caller asks for less): a FIFO or
+        # /dev/zero at a config path is an OSError (that file's status), never a hang.
+        limit = limits.CONFIG_FILE_LIMIT if max_bytes is None else max_bytes
+        try:
+            data = limits.read_bytes(path, limit)
+        except limits.TooLarge:
+            raise file_too_large(path, limit) from None
+        except limits.NotRegularFile:
+            raise not_a_regular_file(path) from None
         # As open() in text mode would: universal newlines, undecodable bytes replaced.
         text = data.decode("utf-8", errors=errors)
         return text.replace("\r\n", "\n").replace("\r", "\n")
@@ -122,12 +127,15 @@ class LiveHost:
             proc = _start(argv, self._env)
         except OSError as exc:
             return CommandResult(returncode=None, start_error=_describe_start_error(exc))
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            out, err = _kill(proc)
-            return CommandResult(returncode=None, stdout=out, stderr=err, timed_out=True)
-        return CommandResult(returncode=proc.returncode, stdout=out, stderr=err)
+        ran = _communicate(proc, timeout)
+        if ran.timed_out:
+            return CommandResult(returncode=None, stdout=ran.stdout, stderr=ran.stderr, timed_out=True)
+        return CommandResult(
+            returncode=None if ran.cut else proc.returncode,
+            stdout=ran.stdout,
+            stderr=ran.stderr,
+            start_error=f"printed more than {STDOUT_LIMIT // (1024 * 1024)} MiB" if ran.cut else None,
+        )
 
     def stream(self, argv: Sequence[str], timeout: float, on_line: Callable[[str], None]) -> CommandResult:
         try:
@@ -138,7 +146,7 @@ class LiveHost:
 
         def pump() -> None:
             assert proc.stdout is not None
-            for line in proc.stdout:
+            for line in io.TextIOWrapper(proc.stdout, encoding="utf-8", errors="replace"):
                 tail.append(line)
                 on_line(line)
 
@@ -155,6 +163,7 @@ class LiveHost:
             reader.join(5)
             raise
         reader.join(5)
+        lifecycle.forget(proc)
         return CommandResult(returncode=proc.returncode, stdout="".join(tail))
 
     def python_json(self, interpreter: str, script: str, args: Sequence[str], timeout: float) -> ChildOutcome:
@@ -169,20 +178,24 @@ class LiveHost:
                 return ChildOutcome(records=(), returncode=None, start_error=_describe_start_error(exc))
         # A child started early counts its timeout from its own start.
         timeout = max(0.0, started + timeout - time.perf_counter())
-        timed_out = False
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            out, err = _kill(proc)
-            timed_out = True
+        ran = _communicate(proc, timeout)
+        timed_out = ran.timed_out
         code = proc.returncode
         died_of = -code if (code is not None and code < 0) else None
+        if ran.cut:  # stopped for printing without end: not a child that ran to its end
+            return ChildOutcome(
+                records=parse_records(ran.stdout),
+                returncode=None,
+                start_error=f"printed more than {STDOUT_LIMIT // (1024 * 1024)} MiB without finishing",
+                stderr_tail=ran.stderr[-_STDERR_TAIL:],
+                seconds=time.perf_counter() - started,
+            )
         return ChildOutcome(
-            records=parse_records(out),
+            records=parse_records(ran.stdout),
             returncode=None if timed_out else code,
             signal=None if timed_out else died_of,
             timed_out=timed_out,
-            stderr_tail=err[-_STDERR_TAIL:],
+            stderr_tail=ran.stderr[-_STDERR_TAIL:],
             seconds=time.perf_counter() - started,
         )
 
@@ -228,7 +241,7 @@ class LiveHost:
 
 
 def _child_argv(interpreter: str, script: str, args: Sequence[str]) -> list[str]:
-    return [interpreter, str(CHILD_DIR / script), *args]
+    return [interpreter, "-B", str(CHILD_DIR / script), *args]
 
 
 def _child_env(environ: Mapping[str, str]) -> dict[str, str]:
@@ -236,11 +249,14 @@ def _child_env(environ: Mapping[str, str]) -> dict[str, str]:
     # The child's records are ASCII JSON; this keeps a legacy console code page from mangling
     # any message text torch prints on stderr.
     env.setdefault("PYTHONIOENCODING", "utf-8")
+    # Read-only: importing torch must not write __pycache__/*.pyc into the examined environment
+    # (uv installs without bytecode). -B says the same on the command line.
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
 
 
 # Children started before the probes ran (see start_early), by (interpreter, script, args).
-_EARLY: dict[tuple[str, str, tuple[str, ...]], tuple[subprocess.Popen[str], float]] = {}
+_EARLY: dict[tuple[str, str, tuple[str, ...]], tuple[subprocess.Popen[bytes], float]] = {}
 
 
 def start_early(interpreter: str, script: str, args: Sequence[str]) -> None:
@@ -267,7 +283,8 @@ def discard_early() -> None:
     while _EARLY:
         _, (proc, _) = _EARLY.popitem()
         if proc.poll() is None:
-            _kill(proc)
+            lifecycle.kill_tree(proc)
+        lifecycle.forget(proc)
 
 
 def parse_records(stdout: str) -> tuple[Mapping[str, Any], ...]:
@@ -286,55 +303,121 @@ def parse_records(stdout: str) -> tuple[Mapping[str, Any], ...]:
     return tuple(records)
 
 
-def _start(argv: Sequence[str], env: Mapping[str, str], merge_stderr: bool = False) -> subprocess.Popen[str]:
+def _start(
+    argv: Sequence[str], env: Mapping[str, str], merge_stderr: bool = False
+) -> subprocess.Popen[bytes]:
     extra: dict[str, Any] = {}
     if os.name == "posix":
-        # A session of its own lets a timeout kill the whole tree, grandchildren included.
+        # A session of its own lets a timeout kill the whole tree, grandchildren included; the
+        # terminal's Ctrl-C then no longer reaches it, so lifecycle kills it on every way out.
         extra["start_new_session"] = True
     else:
         # Its own process group, so that Ctrl-C reaches envdoctor, which then ends the program.
         extra["creationflags"] = getattr(subprocess, "CREATE_NO_WINDOW", 0) | (
             getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0) if merge_stderr else 0
         )
-    return subprocess.Popen(
-        list(argv),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
-        text=True,
-        encoding="utf-8",
-        errors="replace",
-        env=dict(env),
-        **extra,
+    return lifecycle.track(
+        lambda: subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
+            env=dict(env),
+            **extra,
+        )
     )
 
 
-def _kill(proc: subprocess.Popen[str]) -> tuple[str, str]:
+class _Ran:
+    """What _communicate collected: decoded output, and whether the child was stopped."""
+
+    def __init__(self, stdout: str, stderr: str, timed_out: bool, cut: bool) -> None:
+        self.stdout = stdout
+        self.stderr = stderr
+        self.timed_out = timed_out
+        self.cut = cut
+
+
+class _Reader(threading.Thread):
+    """Reads one pipe to its end, keeping at most `keep` bytes (the first, or the last)."""
+
+    def __init__(self, pipe: Any, keep: int, tail: bool, on_overflow: Any) -> None:
+        super().__init__(daemon=True)
+        self.pipe = pipe
+        self.keep = keep
+        self.tail = tail
+        self.on_overflow = on_overflow
+        self.data = bytearray()
+        self.overflowed = False
+
+    def run(self) -> None:
+        try:
+            while True:
+                chunk = self.pipe.read1(65536) if hasattr(self.pipe, "read1") else self.pipe.read(65536)
+                if not chunk:
+                    return
+                self.data += chunk
+                if len(self.data) > self.keep:
+                    if self.tail:
+                        del self.data[: len(self.data) - self.keep]
+                    else:
+                        del self.data[self.keep :]
+                        self.overflowed = True
+                        self.on_overflow()
+                        return
+        except (OSError, ValueError):  # the pipe was closed under us
+            return
+
+
+def _communicate(proc: subprocess.Popen[bytes], timeout: float) -> _Ran:
+    """Wait up to `timeout` for the child, reading bounded output; kill its tree on timeout or
+    when stdout passes STDOUT_LIMIT. Never waits on a grandchild that keeps a pipe open."""
+    stopped = threading.Event()
+
+    def overflow() -> None:
+        stopped.set()
+        lifecycle.kill_tree(proc)
+
+    out = _Reader(proc.stdout, STDOUT_LIMIT, tail=False, on_overflow=overflow)
+    err = _Reader(proc.stderr, _STDERR_KEEP, tail=True, on_overflow=overflow)
+    out.start()
+    err.start()
+    timed_out = False
     try:
-        if os.name == "posix":
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:
-            proc.kill()
-    except OSError:
-        pass
-    try:
-        out, err = proc.communicate(timeout=5)
+        proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-        return "", ""
-    return out or "", err or ""
+        timed_out = not stopped.is_set()
+        lifecycle.kill_tree(proc)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=_DRAIN)
+    for reader in (out, err):
+        reader.join(_DRAIN)
+    if out.is_alive() or err.is_alive():  # a grandchild holds the pipe: it goes with the group
+        lifecycle.kill_tree(proc)
+        for reader in (out, err):
+            reader.join(_DRAIN)
+    if proc.returncode is not None:
+        lifecycle.forget(proc)
+    for pipe in (proc.stdout, proc.stderr):
+        try:
+            if pipe is not None and not (out.is_alive() or err.is_alive()):
+                pipe.close()
+        except OSError:
+            pass
+    return _Ran(
+        bytes(out.data).decode("utf-8", "replace"),
+        bytes(err.data).decode("utf-8", "replace"),
+        timed_out,
+        out.overflowed,
+    )
 
 
-def _end_group(proc: subprocess.Popen[str]) -> None:
+def _end_group(proc: subprocess.Popen[bytes]) -> None:
     """Kill a streamed program's process group; its output pipe is left to the thread reading it."""
-    try:
-        if os.name == "posix":
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:
-            proc.kill()
-    except OSError:
-        pass
+    lifecycle.kill_tree(proc)
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=5)
+    lifecycle.forget(proc)
 
 
 def _describe_start_error(exc: OSError) -> str:

@@ -319,10 +319,14 @@ def _release_problem(release: Release, target: InstallTarget) -> str | None:
     return None
 
 
-def plan(target: InstallTarget) -> InstallPlan:
+def plan(target: InstallTarget, alternatives: bool = True) -> InstallPlan:
+    """The plan for `target`. `alternatives`: also work out what to change when nothing fits (or
+    conda's last release); the planner's own look-ahead plans skip that, which keeps them from
+    planning each other without end (a conda plan asks for the last conda release, whose failure
+    asks for the newest release, whose plan asks for the last conda release, ...)."""
     found = candidates(target)
     if not found:
-        newest = plan(replace(target, torch=None))
+        newest = plan(replace(target, torch=None), alternatives=False)
         fallback = (
             f"the newest release in envdoctor's data that fits: torch {newest.torch} ({newest.variant}), "
             f"--torch {newest.torch}; for torch {target.torch} itself see {GET_STARTED}"
@@ -356,8 +360,9 @@ def plan(target: InstallTarget) -> InstallPlan:
                 f"{constraint.line}) rejects it"
             )
             continue
-        return _with_history(_plan_for(release, choice, target), target, release, notes, rejected)
-    return _impossible(target, notes, rejected)
+        planned = _plan_for(release, choice, target, alternatives)
+        return _with_history(planned, target, release, notes, rejected)
+    return _impossible(target, notes, rejected, alternatives)
 
 
 def _constrained(release: Release, target: InstallTarget) -> Constraint | None:
@@ -419,10 +424,13 @@ def _summarise(notes: list[str]) -> str:
 
 
 def _impossible(
-    target: InstallTarget, notes: list[str], rejected: Sequence[tuple[Release, Constraint]] = ()
+    target: InstallTarget,
+    notes: list[str],
+    rejected: Sequence[tuple[Release, Constraint]] = (),
+    alternatives: bool = True,
 ) -> InstallPlan:
     reason = "no torch build fits: " + _summarise(notes) if notes else "no torch build fits"
-    suggestions = _suggestions(target)
+    suggestions = _suggestions(target) if alternatives else []
     for _, constraint in rejected[:1]:
         suggestions.append(f"lift pip's constraint {constraint.text}: {constraint.lift}")
     return InstallPlan(
@@ -434,7 +442,7 @@ def _suggestions(target: InstallTarget) -> list[str]:
     """What to change when nothing fits: another torch, a newer driver, or the CPU build."""
     found: list[str] = []
     if target.torch is not None:
-        other = plan(replace(target, torch=None))
+        other = plan(replace(target, torch=None), alternatives=False)
         if other.possible:
             found.append(
                 f"use torch {other.torch} ({other.variant}), the newest that fits: --torch {other.torch}"
@@ -451,7 +459,7 @@ def _suggestions(target: InstallTarget) -> list[str]:
                 "capability, and PyTorch's wheels include none; use a build made for JetPack"
             )
     if target.variant != "cpu":
-        cpu = plan(replace(target, variant="cpu", want_cuda=False))
+        cpu = plan(replace(target, variant="cpu", want_cuda=False), alternatives=False)
         if cpu.possible:
             found.append(f"the CPU build: --cuda cpu (torch {cpu.torch})")
     return found
@@ -478,7 +486,9 @@ def _driver_upgrade(target: InstallTarget) -> str | None:
     return None
 
 
-def _plan_for(release: Release, choice: _Choice, target: InstallTarget) -> InstallPlan:
+def _plan_for(
+    release: Release, choice: _Choice, target: InstallTarget, alternatives: bool = True
+) -> InstallPlan:
     warnings = list(choice.warnings)
     arch = arch_list(release, choice.variant, target.platform)
     if arch is not None and arch.inferred and target.gpu_capabilities:
@@ -508,7 +518,7 @@ def _plan_for(release: Release, choice: _Choice, target: InstallTarget) -> Insta
         reason=f"{choice.why} -> torch {release.torch} ({choice.variant})",
         commands=routed.commands,
         warnings=tuple(dict.fromkeys(warnings)),
-        suggestions=tuple(_conda_alternative(release, target)) + routed.suggestions,
+        suggestions=(tuple(_conda_alternative(release, target)) if alternatives else ()) + routed.suggestions,
         source=routed.sentence,
         route=Route(routed.route),
     )
@@ -566,7 +576,7 @@ def _conda_alternative(release: Release, target: InstallTarget) -> list[str]:
     last = conda.last_release()
     if target.torch is not None or release.version <= Version(last):
         return []
-    older = plan(replace(target, torch=last))
+    older = plan(replace(target, torch=last), alternatives=False)
     conda_only = [c for c in older.commands if c.manager == "conda"]
     if not conda_only:
         return []

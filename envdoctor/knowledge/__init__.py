@@ -13,7 +13,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from envdoctor.knowledge.provenance import Provenance, provenance
 
@@ -32,7 +32,7 @@ def parse_version(text: str | None) -> Version | None:
         return None
     try:
         return Version(text)
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a part of 4,300+ digits
         return None
 
 
@@ -341,7 +341,7 @@ def parse_driver(text: str | None) -> DriverVersion | None:
         return None
     try:
         return DriverVersion(text)
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a part of 4,300+ digits
         return None
 
 

@@ -15,6 +15,7 @@ from packaging.version import Version
 
 from envdoctor.knowledge import Release, load_table
 from envdoctor.knowledge.provenance import Provenance, provenance
+from envdoctor.limits import small_int
 from envdoctor.model import TextEnum
 
 Capability = tuple[int, int]
@@ -29,10 +30,11 @@ def parse_capability(text: str) -> Capability | None:
             break
     if "." in value:
         major, _, minor = value.partition(".")
-        if major.isdigit() and minor.isdigit() and len(minor) == 1:
-            return int(major), int(minor)
+        whole, part = small_int(major), small_int(minor)
+        if whole is not None and part is not None and len(minor) == 1:
+            return whole, part
         return None
-    if value.isdigit() and len(value) in (2, 3):
+    if small_int(value) is not None and len(value) in (2, 3):  # ASCII digits: not "²²"
         return int(value[:-1]), int(value[-1])
     return None
 

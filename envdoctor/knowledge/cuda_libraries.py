@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from envdoctor.knowledge import load_table
+from envdoctor.limits import small_int
 
 _TABLE = "cuda_libraries.json"
 # nvidia_cudnn_cu12-9.1.0.70.dist-info -> ("cudnn", "9.1.0.70"); cu13 wheels drop the suffix.
@@ -90,8 +91,8 @@ def same_release(a: str, b: str) -> bool | None:
     "9.1.0" and "9.1.0.70" agree; "12.1.105" and "12.4.127" differ; None when either gives only a
     major number, which a soname shares across releases.
     """
-    left = [int(p) for p in a.split(".") if p.isdigit()]
-    right = [int(p) for p in b.split(".") if p.isdigit()]
+    left = [n for n in map(small_int, a.split(".")) if n is not None]
+    right = [n for n in map(small_int, b.split(".")) if n is not None]
     common = min(len(left), len(right))
     if common < 2:
         return None

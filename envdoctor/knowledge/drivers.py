@@ -17,6 +17,7 @@ from envdoctor.knowledge import (
     parse_driver,
     variant_cuda,
 )
+from envdoctor.limits import small_int
 from envdoctor.model import TextEnum
 
 
@@ -76,7 +77,8 @@ def driver_support(
 def _older_major(driver_cuda: str | None, cuda: str) -> bool:
     """Whether the driver's own CUDA ("12.8") is of an older major version than `cuda` ("13.0")."""
     have, need = (driver_cuda or "").split(".")[0], cuda.split(".")[0]
-    return have.isdigit() and need.isdigit() and int(have) < int(need)
+    have_number, need_number = small_int(have), small_int(need)
+    return have_number is not None and need_number is not None and have_number < need_number
 
 
 def native_cuda(driver: str | None, os_name: str) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -25,6 +26,24 @@ class CheckOptions:
     timeout: float = 60.0
     offline: bool = False  # no network at all (the sources probe's reachability checks)
     details: bool = False  # gather what only a bug report needs (the environment probe)
+    # The time.monotonic() by which every probe must have answered (the process's --timeout,
+    # counted from its start); None: each probe gets `timeout` from when the probes start.
+    deadline: float | None = None
+
+    def seconds_left(self, limit: float) -> float:
+        """`limit`, cut to what is left before the deadline (never below a tenth of a second)."""
+        if self.deadline is None:
+            return limit
+        return max(0.1, min(limit, self.deadline - time.monotonic()))
+
+    def child_limit(self, probe_timeout: float, cap: float, share: float) -> float:
+        """The limit for one program a probe runs: `share` of the probe's time (its own timeout or
+        --timeout, the smaller) and of what the run has left, at most `cap` seconds. Shares that
+        add up to less than 1 let the probe finish, and name what hung, before its deadline."""
+        limit = min(probe_timeout, self.timeout)
+        if self.deadline is not None:
+            limit = min(limit, self.deadline - time.monotonic())
+        return max(0.1, min(cap, limit * share))
 
 
 @dataclass(frozen=True)

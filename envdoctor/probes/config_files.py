@@ -107,6 +107,10 @@ def parse_toml(text: str) -> dict[str, Any]:
         found = _TOML_LINE.search(str(exc))
         message = _TOML_LINE.sub("", str(exc)).replace("(at , column", "(column").strip()
         raise ConfigSyntaxError(message, int(found.group(1)) if found else None) from None
+    except ValueError as exc:  # an integer of 4,300+ digits
+        raise ConfigSyntaxError(str(exc), None) from None
+    except RecursionError:  # arrays or tables nested thousands deep
+        raise ConfigSyntaxError("nested too deeply", None) from None
     return data
 
 

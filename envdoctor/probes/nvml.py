@@ -14,6 +14,7 @@ from typing import Any
 from envdoctor.host.base import Host
 from envdoctor.host.ending import ChildEnding, EndingKind
 from envdoctor.knowledge import archs
+from envdoctor.limits import small_int
 from envdoctor.model import TextEnum
 from envdoctor.probes.base import NotApplicable, ProbeContext, ProbeSpec
 
@@ -145,15 +146,17 @@ def parse_smi_csv(text: str) -> tuple[tuple[Gpu, ...], str | None]:
     driver = None
     for line in text.splitlines():
         cells = [c.strip() for c in line.split(",")]
-        if len(cells) != 5 or not cells[0].isdigit():
+        index_number = small_int(cells[0]) if len(cells) == 5 else None
+        if index_number is None:
             continue
-        index, name, cap, memory, driver = cells
+        _, name, cap, memory, driver = cells
         capability = None
-        if re.fullmatch(r"\d+\.\d+", cap):
+        if re.fullmatch(r"[0-9]{1,3}\.[0-9]{1,3}", cap):
             major, minor = cap.split(".")
             capability = (int(major), int(minor))
-        memory_bytes = int(memory) * 2**20 if memory.isdigit() else None
-        gpus.append(Gpu(int(index), name, capability, memory_bytes))
+        megabytes = small_int(memory)
+        memory_bytes = megabytes * 2**20 if megabytes is not None else None
+        gpus.append(Gpu(index_number, name, capability, memory_bytes))
     return tuple(gpus), driver
 
 
@@ -165,11 +168,16 @@ def parse_smi_cuda_version(text: str) -> int | None:
     return int(match.group(1)) * 1000 + int(match.group(2)) * 10
 
 
-def _from_smi(host: Host, path: str, why: str, pci: tuple[str, ...]) -> NvmlFacts:
-    query = host.run([path, f"--query-gpu={_SMI_FIELDS}", "--format=csv,noheader,nounits"], _SMI_TIMEOUT)
+def _from_smi(
+    host: Host, path: str, why: str, pci: tuple[str, ...], timeout: float = _SMI_TIMEOUT
+) -> NvmlFacts:
+    query = host.run([path, f"--query-gpu={_SMI_FIELDS}", "--format=csv,noheader,nounits"], timeout)
     if not query.ok:
         detail = query.stderr.strip() or query.stdout.strip() or query.start_error or "failed"
         status = NvmlStatus.ERROR
+        if query.timed_out:  # named, so a hung driver is not just "failed"
+            ending = ChildEnding.of_result(query, limit=timeout)
+            detail = f"{why}; then {path} {ending.describe()} and was stopped"
         if "couldn't communicate" in detail.lower():
             status = NvmlStatus.DRIVER_NOT_LOADED
         if "mismatch" in detail.lower():
@@ -178,7 +186,7 @@ def _from_smi(host: Host, path: str, why: str, pci: tuple[str, ...]) -> NvmlFact
             status=status, source=NvmlSource.NVIDIA_SMI, error=detail[:500], pci_nvidia_devices=pci
         )
     gpus, driver = parse_smi_csv(query.stdout)
-    header = host.run([path], _SMI_TIMEOUT)
+    header = host.run([path], timeout)
     return NvmlFacts(
         status=NvmlStatus.OK,
         source=NvmlSource.NVIDIA_SMI,
@@ -195,7 +203,11 @@ def collect(ctx: ProbeContext) -> NvmlFacts:
     if host.platform().system == "Darwin":
         raise NotApplicable("macOS has no NVIDIA CUDA driver")
     pci = _pci_nvidia_devices(host) if host.platform().system == "Linux" else ()
-    outcome = host.python_json(host.own_python, "nvml_probe.py", (), _CHILD_TIMEOUT)
+    # Half the probe's time for the NVML child, a fifth for each nvidia-smi run: a hung driver is
+    # named before the probe's deadline, whatever --timeout is.
+    child_timeout = ctx.options.child_limit(PROBE.timeout, _CHILD_TIMEOUT, share=0.5)
+    smi_timeout = ctx.options.child_limit(PROBE.timeout, _SMI_TIMEOUT, share=0.2)
+    outcome = host.python_json(host.own_python, "nvml_probe.py", (), child_timeout)
     records = [r for r in outcome.records if r.get("record") == "nvml"]
     if records:
         facts = _from_record(records[-1], pci)
@@ -203,12 +215,12 @@ def collect(ctx: ProbeContext) -> NvmlFacts:
             return facts
         why = f"pynvml could not load ({facts.error})"
     else:
-        ending = ChildEnding.of_outcome(outcome, limit=_CHILD_TIMEOUT)
+        ending = ChildEnding.of_outcome(outcome, limit=child_timeout)
         said = ending.last_output(width=300) if ending.kind is EndingKind.EXITED else ""
         why = f"the NVML query {ending.describe()}" + (f": {said}" if said else "")
     smi = _nvidia_smi(host)
     if smi:
-        return _from_smi(host, smi, why, pci)
+        return _from_smi(host, smi, why, pci, smi_timeout)
     status = NvmlStatus.PYNVML_MISSING if records else NvmlStatus.FAILED
     return NvmlFacts(status=status, error=why, pci_nvidia_devices=pci)
 

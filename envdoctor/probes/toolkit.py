@@ -3,7 +3,8 @@
 Facts only: every toolkit (nvcc on PATH, CUDA_HOME, CUDA_PATH, CUDA_PATH_Vx_y, the default
 install folders, conda's cuda-nvcc), the CUDA bin folders on PATH in order, the toolkit
 torch.utils.cpp_extension would pick, the CUDA libraries in LD_LIBRARY_PATH folders and the ones
-torch's nvidia-* wheels bundle. At most two short subprocesses (`nvcc --version`).
+torch's nvidia-* wheels bundle. At most two short subprocesses (`nvcc --version`, once per real
+file, bounded; none after one hangs).
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ import re
 from dataclasses import dataclass
 from types import ModuleType
 
-from envdoctor.host.base import Host
+from envdoctor.host.base import CommandResult, Host
 from envdoctor.host.ending import ChildEnding, EndingKind
 from envdoctor.knowledge import cuda_libraries
-from envdoctor.probes.base import NotApplicable, ProbeContext, ProbeSpec
+from envdoctor.limits import small_int
+from envdoctor.probes.base import CheckOptions, NotApplicable, ProbeContext, ProbeSpec
 
 _NVCC_TIMEOUT = 10.0
 _RELEASE = re.compile(r"release (\d+\.\d+)(?:, V(\d+(?:\.\d+)+))?")
@@ -56,7 +58,7 @@ class Toolkit:
     @property
     def major(self) -> int | None:
         head = (self.version or "").split(".")[0]
-        return int(head) if head.isdigit() else None
+        return small_int(head)
 
     @property
     def major_minor(self) -> str | None:
@@ -195,17 +197,48 @@ def _toolkit_version(host: Host, root: str, paths: _Paths) -> tuple[str | None, 
     return None, None
 
 
-def _run_nvcc(host: Host, nvcc: str) -> tuple[str | None, str | None, str | None]:
-    """(release, build, error) from `nvcc --version`."""
-    result = host.run([nvcc, "--version"], _NVCC_TIMEOUT)
+class _Nvcc:
+    """Runs `nvcc --version` at most once per real file, each run bounded; after one hangs, no
+    other is started (a hang means a stuck file system or driver, and the probe's time is short)."""
+
+    def __init__(self, host: Host, timeout: float) -> None:
+        self.host = host
+        self.timeout = timeout
+        self.runs: dict[str, tuple[str | None, str | None, str | None]] = {}
+        self.hung: str | None = None
+
+    def version(self, nvcc: str) -> tuple[str | None, str | None, str | None]:
+        """(release, build, error) from `nvcc --version`."""
+        real = self.host.realpath(nvcc)
+        if real in self.runs:
+            return self.runs[real]
+        if self.hung is not None:
+            return None, None, f"{nvcc} --version not run: {self.hung} --version hung before"
+        result = self.host.run([nvcc, "--version"], self.timeout)
+        self.runs[real] = found = _nvcc_outcome(nvcc, result, self.timeout)
+        if result.timed_out:
+            self.hung = nvcc
+        return found
+
+
+def _nvcc_outcome(
+    nvcc: str, result: CommandResult, timeout: float
+) -> tuple[str | None, str | None, str | None]:
     if not result.ok:
-        ending = ChildEnding.of_result(result, limit=_NVCC_TIMEOUT)
+        ending = ChildEnding.of_result(result, limit=timeout)
         said = ending.last_output(width=300) if ending.kind is not EndingKind.TIMEOUT else ""
-        return None, None, f"nvcc --version {ending.describe()}" + (f": {said}" if said else "")
+        # The path names which nvcc hung (PATH's or CUDA_HOME's may be another file).
+        shown = nvcc if ending.kind is EndingKind.TIMEOUT else "nvcc"
+        return None, None, f"{shown} --version {ending.describe()}" + (f": {said}" if said else "")
     match = _RELEASE.search(result.stdout)
     if not match:
         return None, None, "nvcc --version printed no release number"
     return match.group(1), match.group(2), None
+
+
+def nvcc_timeout(options: CheckOptions) -> float:
+    """A third of the probe's time, at most 10 s: two runs and the rest of the probe still fit."""
+    return options.child_limit(PROBE.timeout, _NVCC_TIMEOUT, share=1 / 3)
 
 
 def _wrapper_target(host: Host, nvcc: str, paths: _Paths) -> tuple[bool, str | None]:
@@ -476,11 +509,12 @@ def collect(ctx: ProbeContext) -> ToolkitFacts:
     collector = _Collector(host, paths)
 
     nvcc: NvccRun | None = None
+    runner = _Nvcc(host, nvcc_timeout(ctx.options))
     found = host.which("nvcc")
     if found:
         resolved = host.realpath(found)
         is_script, wrapper = _wrapper_target(host, resolved, paths)
-        release, build, error = _run_nvcc(host, found)
+        release, build, error = runner.version(found)
         if error:
             errors.append(error)
         nvcc = NvccRun(found, resolved, wrapper, release, build, error)
@@ -508,7 +542,7 @@ def collect(ctx: ProbeContext) -> ToolkitFacts:
     toolkits = collector.toolkits()
     home, run_home_nvcc = _cuda_home(host, paths, nvcc, toolkits, defaults)
     if home is not None and run_home_nvcc:
-        release, _, error = _run_nvcc(host, paths.join(home.path, "bin", paths.exe("nvcc")))
+        release, _, error = runner.version(paths.join(home.path, "bin", paths.exe("nvcc")))
         if error:
             errors.append(f"CUDA_HOME {error}")
         home = CudaHome(home.path, home.chosen_by, home.exists, home.has_nvcc, home.has_headers, release)
@@ -550,6 +584,8 @@ def describe(facts: ToolkitFacts) -> str:
     if facts.nvcc is not None and not any("nvcc on PATH" in t.found_by for t in real):
         release = facts.nvcc.release or "?"
         parts.append(f"nvcc {release} on PATH ({facts.nvcc.path})")
+    # What hung or failed is named on the area line: otherwise a stuck nvcc is invisible.
+    parts.extend(e for e in facts.errors if " hung" in e)
     return "; ".join(parts)
 
 

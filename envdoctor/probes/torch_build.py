@@ -15,12 +15,14 @@ from typing import Any
 
 from envdoctor.host.base import ChildOutcome
 from envdoctor.host.ending import ChildEnding
+from envdoctor.limits import small_int
 from envdoctor.model import TextEnum
 from envdoctor.probes import torch_smoke as smoke_facts
 from envdoctor.probes.base import CheckOptions, ProbeContext, ProbeSpec
 from envdoctor.probes.torch_smoke import SmokeFacts
 
-_MARGIN = 2.0  # seconds left to the engine after the child's own timeout
+_MARGIN = 2.0  # seconds left to the engine after the child's own timeout (a quarter, if less)
+_KILL_ROOM = 0.25  # seconds to kill a hung child and collect its output
 
 
 @dataclass(frozen=True)
@@ -133,7 +135,7 @@ class NumpyFacts:
     @property
     def major(self) -> int | None:
         head = (self.version or "").split(".", 1)[0]
-        return int(head) if head.isdigit() else None
+        return small_int(head)  # ASCII digits only: "²" in a snapshot is no version
 
 
 @dataclass(frozen=True)
@@ -409,12 +411,17 @@ def child_args(options: CheckOptions, timeout: float) -> tuple[str, ...]:
 
 
 def child_timeout(options: CheckOptions) -> float:
-    # The engine stops waiting at --timeout; the child must end (and report) before that.
-    return max(5.0, min(options.timeout, PROBE.timeout) - _MARGIN)
+    """The child's own limit: always below the engine's deadline (--timeout), so that a hung
+    import is stopped, killed and reported (ED003) by the probe, not lost to the engine's timeout."""
+    limit = min(options.timeout, PROBE.timeout)
+    return limit - min(_MARGIN, limit / 4)
 
 
 def collect(ctx: ProbeContext) -> TorchFacts:
     timeout = child_timeout(ctx.options)
+    left = ctx.options.seconds_left(timeout + _MARGIN)
+    if left < timeout + _KILL_ROOM:  # started late in the run: the child still ends before it
+        timeout = max(0.1, left - max(_KILL_ROOM, min(_MARGIN, left / 4)))
     args = child_args(ctx.options, timeout)
     outcome = ctx.host.python_json(ctx.target.interpreter.path, "torch_probe.py", args, timeout)
     return facts_from_outcome(outcome, smoke=ctx.options.smoke)

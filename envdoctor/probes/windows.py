@@ -20,6 +20,7 @@ from envdoctor.host.base import ChildOutcome, Host
 from envdoctor.host.ending import ChildEnding, EndingKind
 from envdoctor.knowledge import cuda_libraries
 from envdoctor.knowledge import windows as knowledge
+from envdoctor.limits import small_int
 from envdoctor.model import TextEnum
 from envdoctor.probes.base import NotApplicable, ProbeContext, ProbeSpec
 
@@ -148,12 +149,14 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _dll_load(outcome: ChildOutcome) -> tuple[DllLoadFacts, Mapping[str, Any]]:
+def _dll_load(
+    outcome: ChildOutcome, timeout: float = _CHILD_TIMEOUT
+) -> tuple[DllLoadFacts, Mapping[str, Any]]:
     """The child's report as facts (module files get versions and origins later)."""
     reports = [r for r in outcome.records if r.get("record") == "dll"]
     stages = [str(r.get("dll")) for r in outcome.records if r.get("record") == "stage"]
     if not reports:
-        ending = ChildEnding.of_outcome(outcome, limit=_CHILD_TIMEOUT)
+        ending = ChildEnding.of_outcome(outcome, limit=timeout)
         status = _STATUS_BY_ENDING[ending.kind]
         said = ending.last_output(width=300) if status == DllStatus.CRASHED else ""
         error = f"the DLL check {ending.describe()}" + (f": {said}" if said else "")
@@ -201,7 +204,7 @@ def _redist(host: Host) -> tuple[tuple[RedistRegistration, ...], list[str]]:
             text = f"{values['Major']}.{values['Minor']}.{values['Bld']}.{rbld}"
         if text is not None:
             # "14.40.33810.00" -> "14.40.33810.0": the form file versions use
-            text = ".".join(str(int(p)) if p.isdigit() else p for p in text.split("."))
+            text = ".".join(str(small_int(p)) if small_int(p) is not None else p for p in text.split("."))
         found.append(
             RedistRegistration(
                 view=view,
@@ -272,8 +275,11 @@ def collect(ctx: ProbeContext) -> WindowsFacts:
     if host.platform().system != "Windows":
         raise NotApplicable("this is not Windows")
     info = ctx.target.info
-    outcome = host.python_json(ctx.target.interpreter.path, "dll_probe.py", (), _CHILD_TIMEOUT)
-    dll_load, raw = _dll_load(outcome)
+    # Most of the probe's time, so that a hang is reported as this area's fact, not lost to the
+    # probe's deadline (--timeout 5 used to leave a 30 s child behind).
+    timeout = ctx.options.child_limit(PROBE.timeout, _CHILD_TIMEOUT, share=0.75)
+    outcome = host.python_json(ctx.target.interpreter.path, "dll_probe.py", (), timeout)
+    dll_load, raw = _dll_load(outcome, timeout)
     system_root = host.env.get("SystemRoot") or host.env.get("SYSTEMROOT") or "C:\\Windows"
     system32 = ntpath.join(system_root, "System32")
     redist, errors = _redist(host)

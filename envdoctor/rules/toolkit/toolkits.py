@@ -9,6 +9,7 @@ is information: a toolkit is never what makes a torch wheel run.
 from __future__ import annotations
 
 from envdoctor import knowledge
+from envdoctor.limits import small_int
 from envdoctor.probes.toolkit import CudaBinEntry, Toolkit, ToolkitFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import RuleContext
@@ -32,7 +33,7 @@ def torch_cuda(ctx: RuleContext) -> str | None:
 
 def major(version: str | None) -> int | None:
     head = (version or "").split(".")[0]
-    return int(head) if head.isdigit() else None
+    return small_int(head)
 
 
 def major_minor(version: str | None) -> str | None:

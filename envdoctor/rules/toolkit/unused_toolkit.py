@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from envdoctor.limits import small_int
 from envdoctor.model import Severity
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.toolkit import Toolkit, ToolkitFacts
@@ -44,7 +45,9 @@ def toolkit_not_used_by_torch(ctx: RuleContext) -> Iterator[Hit]:
     no_driver = nvml is not None and not nvml.working
     if cuda and not no_driver:
         return  # a CUDA torch with a driver: the toolkit rules below judge the details
-    newest = max(real, key=lambda t: [int(p) for p in (t.version or "0").split(".") if p.isdigit()])
+    newest = max(
+        real, key=lambda t: [n for n in map(small_int, (t.version or "0").split(".")) if n is not None]
+    )
     name = f"CUDA {newest.major_minor or newest.version} toolkit" if newest.version else "CUDA toolkit"
     only_compiles = "A toolkit (nvcc, headers, libraries) is only needed to compile CUDA code."
     if no_driver:

@@ -1,0 +1,187 @@
+"""The process's life: its time budget, the children it started, and how it ends.
+
+Every child (the torch child, nvcc, the interpreter's self-report) runs in a session of its own, so
+a timeout can kill its whole tree; that also means a Ctrl-C in the terminal never reaches it. So
+envdoctor keeps the list here and kills every child's process group on every way out: a normal
+exit, an exception, SIGINT, SIGTERM or SIGHUP (then one line on stderr, KeyboardInterrupt in the
+main thread, and exit 130).
+
+A closed stdout (`envdoctor rules | head -1`) is not a failure either: output goes to the null
+device from then on and the run ends with the code it would have had.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import signal
+import sys
+import threading
+import time
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:  # subprocess itself loads only with the first child (help and explain never start one)
+    import subprocess
+
+EXIT_INTERRUPTED = 130
+
+_lock = threading.Lock()
+_children: set[subprocess.Popen[Any]] = set()
+_closing = False
+_installed = False
+_started: float | None = None  # when the console entry point began (install)
+
+
+class Exiting(OSError):
+    """No child is started once envdoctor has begun to exit."""
+
+
+def deadline(timeout: float) -> float:
+    """The time.monotonic() by which a run given `timeout` seconds must be done: counted from the
+    start of the process under the console entry point, else (in-process callers) from now."""
+    return (time.monotonic() if _started is None else _started) + timeout
+
+
+def left(until: float, floor: float = 0.1) -> float:
+    """Seconds left until the monotonic time `until`, at least `floor`."""
+    return max(floor, until - time.monotonic())
+
+
+MIN_QUESTION_SECONDS = 1.0  # a Python answers about itself in a tenth of that
+MIN_PROBE_SECONDS = 0.5  # however late the probes start, enough to catch a hung import (ED003)
+
+
+def question_timeout(until: float) -> float:
+    """The limit for asking the examined interpreter about itself: most of what is left."""
+    return max(MIN_QUESTION_SECONDS, 0.8 * left(until))
+
+
+def probes_until(until: float) -> float:
+    """The probes' deadline: `until`, or a moment from now when start-up already used it up."""
+    return max(until, time.monotonic() + MIN_PROBE_SECONDS)
+
+
+_at_exit = False
+
+
+def track(start: Any) -> subprocess.Popen[Any]:
+    """Start a child with `start()` and remember it until `forget`; refused while exiting.
+
+    The first child also registers kill_all at exit, for callers that never ran `install`
+    (envdoctor.require in someone's program)."""
+    global _at_exit
+    with _lock:
+        if _closing:
+            raise Exiting("envdoctor is exiting")
+        if not _at_exit:
+            atexit.register(kill_all)
+            _at_exit = True
+        proc: subprocess.Popen[Any] = start()
+        _children.add(proc)
+        return proc
+
+
+def forget(proc: subprocess.Popen[Any]) -> None:
+    with _lock:
+        _children.discard(proc)
+
+
+def kill_tree(proc: subprocess.Popen[Any]) -> None:
+    """SIGKILL the child's process group (its own session: grandchildren included)."""
+    try:
+        if os.name == "posix":
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.kill()
+    except OSError:  # already gone
+        pass
+
+
+def kill_all(closing: bool = True) -> None:
+    """Kill every child still running; with `closing` (at exit), start no more."""
+    global _closing
+    with _lock:
+        _closing = _closing or closing
+        running = list(_children)
+        _children.clear()
+    for proc in running:
+        if proc.poll() is None:
+            kill_tree(proc)
+
+
+def _on_signal(number: int, _frame: object) -> None:
+    """Every child's process group killed at once, one line, then KeyboardInterrupt in the main
+    thread: the CLI turns it into exit 130, and `envdoctor fix` first reports what it changed."""
+    kill_all(closing=False)  # what follows (fix's report) may still run a program
+    try:
+        name = signal.Signals(number).name
+    except ValueError:
+        name = str(number)
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        sys.stderr.write(f"\nenvdoctor: interrupted ({name}); stopped every process it had started\n")
+        sys.stderr.flush()
+    raise KeyboardInterrupt
+
+
+class _QuietStdout:
+    """stdout that, once the reader has gone (EPIPE), sends the rest to the null device.
+
+    Everything else (encoding, errors, buffer, isatty) is the real stream's, so click and rich
+    treat it as the terminal or pipe it is.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def _gone(self) -> None:
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, self._stream.fileno())
+            os.close(null)
+        except (OSError, ValueError):
+            pass
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._gone()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._gone()
+            with contextlib.suppress(OSError, ValueError):
+                self._stream.flush()  # the buffered rest now goes to the null device
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def guard_stdout() -> None:
+    """A missing or closing stdout costs nothing: writes to it never fail."""
+    if sys.stdout is None:  # started with stdout closed (`envdoctor rules >&-`)
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives as long as the process
+    elif not isinstance(sys.stdout, _QuietStdout):
+        sys.stdout = _QuietStdout(sys.stdout)
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
+
+
+def install() -> None:
+    """For the console entry point: children killed at exit and on SIGINT/SIGTERM/SIGHUP."""
+    global _installed, _started
+    if _installed:
+        return
+    _installed = True
+    _started = time.monotonic()
+    guard_stdout()
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        number = getattr(signal, name, None)
+        if number is not None:
+            signal.signal(number, _on_signal)
