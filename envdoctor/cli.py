@@ -363,6 +363,12 @@ def install(
     raise typer.Exit(0 if session.plan.possible else 1)
 
 
+# `fleet` (many snapshots) and `cluster` (a launched job) live in their own module.
+from envdoctor import cli_fleet  # noqa: E402
+
+cli_fleet.register(app)
+
+
 def main() -> None:
     """Entry point: usage errors become one line and exit 2, never a traceback."""
     try:
