@@ -67,8 +67,9 @@ def startup_seconds() -> float:
     return time.monotonic() - started
 
 
-def job_timeout(base: float = 6.0) -> float:
-    return round(max(base, 4.0 + 2.5 * startup_seconds()), 1)
+def job_timeout() -> float:
+    """--timeout for the jobs that must wait for a rank: start-up, then the phases."""
+    return round(max(6.0, 3.0 + 3.0 * startup_seconds()), 1)
 
 
 def base_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:

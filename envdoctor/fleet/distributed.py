@@ -60,6 +60,7 @@ JOIN_BY = 0.55
 COLLECTIVE_BY = 0.80
 GATHER_BY = 0.85
 ACK_BY = 0.95
+REPORT_MARGIN = 2.0  # seconds kept for judging and printing before --timeout
 WATCHDOG_GRACE = 2.0
 POLL = 0.05
 DEAD_AFTER = 1.0  # seconds without a heartbeat: the process is gone
@@ -115,6 +116,18 @@ class Hooks:
                 time.sleep(3600)
 
 
+def process_started() -> float:
+    """When this process started, on the monotonic clock: --timeout counts from there, so the time
+    Python took to start and import envdoctor is part of it."""
+    try:
+        import psutil
+
+        age = time.time() - float(psutil.Process().create_time())
+    except Exception:  # no process table to read: count from now
+        age = 0.0
+    return float(time.monotonic() - min(max(age, 0.0), 60.0))
+
+
 def finish(code: int) -> None:
     """Leave now: threads may sit in a collective that never returns, and the process group's
     teardown would wait for them."""
@@ -152,7 +165,7 @@ class RankRun:
         self.options = options
         self.emit = emit
         self.host = LiveHost()
-        self.started = time.monotonic()
+        self.started = process_started()
         self.ready = self.started  # when this rank reached the store
         self.hooks = Hooks(env)
         self.stage: Stage | None = None
@@ -169,15 +182,15 @@ class RankRun:
     def deadline(self, fraction: float) -> float:
         """Phases share the time left once this rank reached the store: on a cluster where importing
         torch takes a minute, every rank is late alike, and the phases still fit before --timeout."""
-        end = self.started + self.options.timeout
-        return self.ready + fraction * (end - self.ready)
+        end = self.started + self.options.timeout - min(REPORT_MARGIN, 0.1 * self.options.timeout)
+        return self.ready + fraction * max(0.0, end - self.ready)
 
     def left(self, fraction: float) -> float:
         return max(0.0, self.deadline(fraction) - time.monotonic())
 
     def _watchdog(self) -> None:
         def guard() -> None:
-            time.sleep(max(0.0, self.deadline(1.0) + WATCHDOG_GRACE - time.monotonic()))
+            time.sleep(max(0.0, self.started + self.options.timeout + WATCHDOG_GRACE - time.monotonic()))
             stage = self.stage.value if self.stage else "start"
             sys.stderr.write(
                 f"envdoctor: rank {self.launch.rank} ran out of time (--timeout {self.options.timeout:g}) "
@@ -295,6 +308,10 @@ class RankRun:
 
     def _plan(self) -> Plan:
         assert self.exchange is not None
+        # While the others arrive: load what the report needs, so printing it costs no imports later.
+        import envdoctor.fleet.render
+        import envdoctor.rules  # noqa: F401
+
         keys = [f"info/{r}" for r in range(self.launch.world_size)]
         while not self.exchange.has(keys) and time.monotonic() < self.deadline(JOIN_BY):
             time.sleep(POLL)
@@ -506,7 +523,7 @@ class RankRun:
 
     def _await_verdict(self) -> int:
         assert self.exchange is not None
-        while time.monotonic() < self.deadline(1.0):
+        while time.monotonic() < self.started + self.options.timeout:
             raw = self.exchange.get("verdict")
             if raw is not None:
                 with contextlib.suppress(Exception):
