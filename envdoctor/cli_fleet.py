@@ -88,26 +88,29 @@ def fleet(
     Snapshots come from `envdoctor snapshot -o snaps/NODE.json` on each node (srun, a DaemonSet, ...).
     Exit codes as `check`: 0 healthy, 1 problems found, 2 bad options or no snapshot at all.
     """
-    from envdoctor.fleet.offline import InputError, diagnose_files, list_entries
+    from envdoctor.fleet.offline import InputError, count_entries, diagnose_files, iter_entries
     from envdoctor.fleet.report import build_report
 
     settings = settings_for(requested or {}, _fail)
     try:
-        entries = list_entries(paths)
+        # Counting first costs a folder walk; it is done only when a bar may be shown.
+        total = count_entries(paths) if progress or (progress is None and sys.stderr.isatty()) else 0
+        if progress or (progress is None and total >= 500):
+            from rich.progress import Progress
+
+            with Progress(transient=True, console=_stderr_console()) as bar:
+                task = bar.add_task("diagnosing snapshots", total=total or None)
+                facts = diagnose_files(
+                    iter_entries(paths), settings, lambda done: bar.update(task, completed=done)
+                )
+        else:
+            facts = diagnose_files(iter_entries(paths), settings)
     except InputError as exc:
         _fail(str(exc))
-    show = progress if progress is not None else (sys.stderr.isatty() and len(entries) >= 500)
-    if show:
-        from rich.progress import Progress
-
-        with Progress(transient=True, console=_stderr_console()) as bar:
-            task = bar.add_task("diagnosing snapshots", total=len(entries))
-            facts = diagnose_files(entries, settings, lambda done: bar.update(task, completed=done))
-    else:
-        facts = diagnose_files(entries, settings)
+    files = facts.node_count + len(facts.unreadable)
     if not facts.groups:
-        _fail(f"none of the {len(entries):,} files is a usable snapshot (first: {facts.unreadable[0].path})")
-    source = f"fleet of {len(entries):,} snapshot files"
+        _fail(f"none of the {files:,} files is a usable snapshot (first: {facts.unreadable[0].path})")
+    source = f"fleet of {files:,} snapshot files"
     report = build_report(facts, settings, source)
     emit(report, fmt, verbose, output)
     raise typer.Exit(report.exit_code)

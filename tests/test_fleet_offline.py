@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from envdoctor.engine import judge
-from envdoctor.fleet.nodes import MEASUREMENTS, facts_digest
+from envdoctor.fleet.digest import MEASUREMENTS, facts_digest
 from envdoctor.fleet.offline import diagnose_files, list_entries
 from envdoctor.fleet.render import render
 from envdoctor.fleet.report import FleetReport, build_report
@@ -240,3 +240,14 @@ def test_a_healthy_fleet_exits_0_with_a_progress_bar(
     assert result.code == 0, result.out
     assert "No problems found" not in result.out and "Fleet: no problems found" in result.out
     assert "3 nodes  ok" in result.out and "n0, n1, n2" in result.out
+
+
+def test_helper_processes_give_the_same_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the first files, helper processes digest the rest: the outcome is the same."""
+    import envdoctor.fleet.offline as offline
+
+    alone = diagnose_files(list_entries([str(FIXTURES)]), Settings(), workers=1)
+    monkeypatch.setattr(offline, "SERIAL", 5)
+    monkeypatch.setattr(offline, "CHUNK", 4)
+    helped = diagnose_files(list_entries([str(FIXTURES)]), Settings(), workers=2)
+    assert helped == alone and alone.node_count == len(fixture_names())

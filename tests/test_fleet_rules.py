@@ -188,3 +188,17 @@ def test_gpu_models_differ_too() -> None:
     other = replace(STACK, gpus=(GpuModel("NVIDIA A100-SXM4-80GB", 8),))
     facts = offline(NodeGroup(STACK, OK, nodes("h", 4)), NodeGroup(other, OK, nodes("a", 4)))
     assert "ED803" in codes(facts)
+
+
+def test_ranks_stuck_alive_are_named_when_no_all_reduce_ran() -> None:
+    from envdoctor.fleet.facts import RankOutcome
+
+    facts = job(
+        rank(0, "gpu000"),
+        RankOutcome(1, RankState.NEVER_ARRIVED),
+        rank(2, "gpu001", state=RankState.HUNG, stage=Stage.STARTED),
+        attempted=False,
+    )
+    titles = [(f.code, f.title) for f in report(facts).findings]
+    assert ("ED813", "1 rank alive but stuck: rank 2 (gpu001)") in titles
+    assert ("ED811", "1 rank never joined the job: rank 1") in titles

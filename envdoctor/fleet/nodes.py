@@ -1,16 +1,7 @@
-"""One node's snapshot -> its stack and its own verdict, and the groups nodes fall into.
-
-Re-diagnosing every snapshot in full costs milliseconds each; a fleet's nodes mostly hold the same
-facts. A snapshot's diagnosis is a pure function of its facts, so nodes whose facts agree share one.
-What differs from run to run on identical nodes is set aside first (`MEASUREMENTS`: free memory and
-disk, timings, the smoke test's numeric errors): rules read those only to word a finding, never to
-decide one (tests/test_fleet_offline.py perturbs them on every fixture to hold that true). A shared
-diagnosis quotes the measurements of the first node seen with those facts.
-"""
+"""One node's snapshot -> its stack and its own verdict, and the groups nodes fall into."""
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -32,47 +23,6 @@ from envdoctor.probes.python_env import PythonFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.settings import Settings
 from envdoctor.snapshot import Snapshot
-
-# Keys (in any probe's facts) that measure this run rather than describe the node. A test holds the
-# list to the facts' dataclasses, so a new field of one of these names gets a second look.
-MEASUREMENTS = (
-    "seconds",
-    "import_seconds",
-    "time_per_iter",
-    "max_error",
-    "memory_free_before",
-    "memory_free_after",
-    "peak_allocated",
-    "memory_available_bytes",
-    "disk_free_bytes",
-)
-# Bookkeeping no rule reads: when and by which envdoctor it was written, and the fixture prose.
-BOOKKEEPING = ("created", "envdoctor_version", "description", "sources")
-
-# One pass each; a pattern that starts with a literal '"' is the fast kind for Python's regex engine.
-_NUMBER = rb"(?:null|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
-_STRING = rb'"(?:[^"\\]|\\.)*"'
-_MEASURED = re.compile(rb'"(?:' + "|".join(MEASUREMENTS).encode() + rb')"\s*:\s*' + _NUMBER)
-_BOOKKEPT = re.compile(
-    rb'"(?:created|envdoctor_version|description)"\s*:\s*'
-    + _STRING
-    + rb'|"sources"\s*:\s*\[\s*(?:'
-    + _STRING
-    + rb"\s*,?\s*)*\]"
-)
-
-
-def _cut(match: re.Match[bytes]) -> bytes:
-    """Drop a key and its value; a '"' after a backslash is inside a string, not a key: keep it."""
-    start = match.start()
-    return match.group(0) if start and match.string[start - 1] == 0x5C else b""
-
-
-def facts_digest(raw: bytes) -> bytes:
-    """A digest of a snapshot file's bytes without its measurements and bookkeeping: files with the
-    same digest hold the same facts for every rule (formatting aside), so they share a diagnosis."""
-    text = _MEASURED.sub(_cut, _BOOKKEPT.sub(_cut, raw))
-    return hashlib.blake2b(text, digest_size=16).digest()
 
 
 def cudnn_text(version: int | None) -> str | None:
