@@ -185,7 +185,10 @@ def cluster(
         bandwidth_mib=bandwidth_mib,
         settings=settings,
     )
-    code = run_cluster(launch, options, lambda report: emit(report, fmt, verbose, output))
+    # Only rank 0 writes --output; a rank that reports alone (it could not reach the others) prints
+    # to its own log instead of overwriting rank 0's file on a shared filesystem.
+    target = output if launch.rank == 0 else None
+    code = run_cluster(launch, options, lambda report: emit(report, fmt, verbose, target))
     # Threads may still sit in a collective that will never finish: leave without waiting for them.
     finish(code)
 

@@ -202,3 +202,27 @@ def test_ranks_stuck_alive_are_named_when_no_all_reduce_ran() -> None:
     titles = [(f.code, f.title) for f in report(facts).findings]
     assert ("ED813", "1 rank alive but stuck: rank 2 (gpu001)") in titles
     assert ("ED811", "1 rank never joined the job: rank 1") in titles
+
+
+def test_a_node_whose_check_crashed_still_reports() -> None:
+    """The node's check runs in the background of its first rank; whatever it raises becomes the
+    node's verdict, named by ED804, instead of taking the rank down."""
+    from envdoctor.fleet.facts import NodeCheck, Severity
+    from envdoctor.fleet.rank_info import NodeCheck as NodeCheckRun
+    from envdoctor.host.fake import FakeHost
+    from envdoctor.probes import CheckOptions
+
+    class Exploding(FakeHost):
+        def python_json(self, *args: object, **kwargs: object) -> object:  # type: ignore[override]
+            raise RuntimeError("the interpreter vanished")
+
+    run = NodeCheckRun(Exploding(), Settings(), CheckOptions(timeout=5))
+    run.start()
+    snapshot, error = run.result(10)
+    assert snapshot is None and error == "RuntimeError: the interpreter vanished"
+    crashed = NodeCheck(exit_code=1, worst=Severity.ERROR, error=error)
+    (finding,) = report(
+        offline(NodeGroup(STACK, OK, nodes("gpu", 3)), NodeGroup(None, crashed, ("gpu9",)))
+    ).findings
+    assert finding.code == "ED804"
+    assert finding.title == "1 node fails its own check (gpu9): its check could not run: " + error
