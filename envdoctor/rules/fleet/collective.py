@@ -110,13 +110,17 @@ def allreduce_hung(ctx: RuleContext) -> Iterator[Hit]:
     stuck_inside = [r for r in alive if not _completed(r) and r not in stuck_before]
     if dead and not stuck_before:
         return  # the dead ranks are the cause; ED811 names them
+
+    def error(outcome: RankOutcome) -> str:
+        found = outcome.result.error if outcome.result is not None else None
+        return f": {found}" if found else ""
+
     lines = [
         f"{who(r)} never entered the all-reduce: it last {r.stage.phrase if r.stage else 'did nothing'}"
+        + error(r)
         for r in stuck_before
     ]
-    for r in stuck_inside:
-        error = r.result.error if r.result is not None else None
-        lines.append(f"{who(r)} entered the all-reduce and never finished" + (f": {error}" if error else ""))
+    lines += [f"{who(r)} entered the all-reduce and never finished{error(r)}" for r in stuck_inside]
     culprits = stuck_before or stuck_inside
     yield Hit(
         title=f"the all-reduce did not finish within {collective.waited_seconds:.1f} s: "
