@@ -187,3 +187,23 @@ def test_fleet_json_is_the_same_schema_offline_and_live() -> None:
     assert live["schema"] == offline["schema"] == "envdoctor.fleet/1"
     assert set(live) - set(offline) == {"world_size", "ranks", "rendezvous", "collective"}
     assert json.loads(json.dumps(live)) == live
+
+
+def test_help_of_the_fleet_commands_does_not_import_torch() -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from envdoctor.cli import main\n"
+        "for command in ('cluster', 'fleet'):\n"
+        "    sys.argv = ['envdoctor', command, '--help']\n"
+        "    try:\n"
+        "        main()\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "assert 'torch' not in sys.modules, 'torch was imported'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "torchrun --nnodes N" in done.stdout and "SNAPSHOT..." in done.stdout
