@@ -27,7 +27,7 @@ def main() -> None:
     args = parser.parse_args()
     host = LiveHost()
     ctx = ProbeContext(host=host, target=resolve_target(host, args.python))
-    import envdoctor.rules.mirrors.indexes  # noqa: F401  (import cost is not the probe's)
+    import envdoctor.rules.mirrors  # noqa: F401  (import cost is not the probe's)
 
     samples = []
     for _ in range(args.rounds):

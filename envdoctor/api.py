@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from envdoctor.engine import judge, run_probes, selected_probes
+from envdoctor.engine import judge, registry_names, run_probes, selected_probes
 from envdoctor.errors import EnvironmentNotReady
 from envdoctor.host.base import Host
 from envdoctor.model import Finding, Interpreter, Report, Severity
@@ -54,7 +54,7 @@ def require(
 ) -> Report:
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 1 <= timeout <= 3600:
         raise ValueError(f"envdoctor.require(timeout={timeout!r}): expected seconds between 1 and 3600")
-    settings = from_keywords(keywords)
+    settings = from_keywords(keywords, registry_names())
     report = check(settings, python=python, timeout=float(timeout), host=host)
     failed = failed_findings(report)
     if report.exit_code != 0:

@@ -15,6 +15,7 @@ import typer
 
 from envdoctor import __version__
 from envdoctor.cli_check import BugReportFormat, ReportFormat, check_options, emit, settings_for
+from envdoctor.cli_help import COMMAND_HELP, ROOT_HELP, VERSION_HELP
 
 if TYPE_CHECKING:
     from envdoctor.model import Interpreter, PlatformInfo, ProbeResult
@@ -22,11 +23,10 @@ if TYPE_CHECKING:
 
 EXIT_USAGE = 2
 
+# The help texts live in cli_help.py, which draws the root page without typer (see launch.py).
 app = typer.Typer(
     name="envdoctor",
-    help="Tells whether PyTorch will really work on this machine, why not, and the command that "
-    "fixes it.\n\nExit codes: 0 healthy (warnings allowed unless --strict), 1 problems found, "
-    "2 envdoctor could not run as asked.",
+    help=ROOT_HELP,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -53,7 +53,7 @@ def _version_callback(value: bool) -> None:
 @app.callback()
 def _root(
     version: bool = typer.Option(
-        False, "--version", callback=_version_callback, is_eager=True, help="Print the version."
+        False, "--version", callback=_version_callback, is_eager=True, help=VERSION_HELP
     ),
 ) -> None:
     """Tells whether PyTorch will really work on this machine, why not, and how to fix it."""
@@ -74,11 +74,12 @@ def _check_smoke_size(size: int | None) -> None:
 
 
 def _warm_renderer(fmt: Enum) -> None:
-    """Import the renderer while the probes run, so it costs nothing after they finish."""
+    """Import the renderer and the rules while the probes run, so they cost nothing after."""
     import importlib
 
-    module = {"console": "console", "json": "json_report"}.get(fmt.value, fmt.value)
-    importlib.import_module(f"envdoctor.render.{module}")
+    from envdoctor.render.registry import warm
+
+    warm(fmt.value)
     importlib.import_module("envdoctor.rules")
 
 
@@ -123,7 +124,7 @@ def _write(text: str, output: str | None) -> None:
         fail(f"--output {output}: cannot be written ({exc.strerror or exc})")
 
 
-@app.command()
+@app.command(help=COMMAND_HELP["check"])
 @check_options
 def check(
     fmt: ReportFormat = typer.Option(
@@ -158,7 +159,6 @@ def check(
     ),
     requested: Optional[dict[str, Any]] = None,  # the options check_options adds, keyed by option name
 ) -> None:
-    """Examine this machine (or a snapshot) and report what stops PyTorch from working."""
     from envdoctor.engine import judge, selected_probes
 
     _check_timeout(timeout)
@@ -185,7 +185,7 @@ def check(
     raise typer.Exit(report.exit_code)
 
 
-@app.command()
+@app.command(help=COMMAND_HELP["snapshot"])
 def snapshot(
     output: Optional[str] = typer.Option(None, "--output", "-o", help="File to write (default: stdout)."),
     python: Optional[str] = typer.Option(None, "--python", help="The interpreter to examine."),
@@ -196,7 +196,6 @@ def snapshot(
         None, "--smoke-size", metavar="N", help="Smoke-test matrix size (see `check --help`)."
     ),
 ) -> None:
-    """Record what the probes see here (credentials redacted), to diagnose elsewhere with --from."""
     from envdoctor.snapshot import Snapshot, dumps
 
     _check_timeout(timeout)
@@ -210,7 +209,7 @@ def snapshot(
         typer.echo(f"envdoctor: snapshot written to {output}", err=True)
 
 
-@app.command("report")
+@app.command("report", help=COMMAND_HELP["report"])
 def bug_report(
     fmt: BugReportFormat = typer.Option(
         BugReportFormat.markdown,
@@ -224,8 +223,6 @@ def bug_report(
     timeout: float = typer.Option(60.0, "--timeout", help="Seconds the probes may take."),
     output: Optional[str] = typer.Option(None, "--output", "-o", help="Write the report to FILE."),
 ) -> None:
-    """Print a Markdown block to paste into a bug report: every probe's facts and the findings, with
-    credentials, user names in paths and GPU UUIDs masked."""
     import os
 
     from envdoctor.bug_report import render_report
@@ -244,52 +241,26 @@ def bug_report(
     _write(render_report(snap, fmt.value, os.environ, source=from_snapshot or "live"), output)
 
 
-@app.command("rules")
+# rules, explain and install: their bodies are cli_lean's, which also answers them without typer.
+@app.command("rules", help=COMMAND_HELP["rules"])
 def list_rules(
     fmt: OutputFormat = typer.Option(OutputFormat.console, "--format", "-f", case_sensitive=False),
 ) -> None:
-    """List every rule: code, name, severity and what it checks."""
-    from envdoctor.rules import RULES
+    from envdoctor.cli_lean import list_rules as body
 
-    if fmt is OutputFormat.json:
-        import json
-
-        rows = [
-            {
-                "code": r.code,
-                "name": r.name,
-                "severity": r.severity.value,
-                "area": r.area,
-                "summary": r.summary,
-            }
-            for r in RULES
-        ]
-        typer.echo(json.dumps(rows, indent=2))
-        return
-    width = max(len(r.name) for r in RULES)
-    for rule in RULES:
-        typer.echo(f"{rule.code}  {rule.name:<{width}}  {rule.severity.value:<7}  {rule.summary}")
+    typer.echo(body(fmt.value), nl=False)
 
 
-@app.command()
+@app.command(help=COMMAND_HELP["explain"])
 def explain(code: str = typer.Argument(..., help="A rule code such as ED101, or its name.")) -> None:
-    """Print a rule's documentation: what it checks, why it matters, how to fix it."""
-    from envdoctor.rules import RULES
+    from envdoctor.cli_lean import CommandError
+    from envdoctor.cli_lean import explain as body
 
-    wanted = code.strip()
-    for rule in RULES:
-        if wanted.upper() == rule.code or wanted.lower() == rule.name:
-            typer.echo(f"{rule.code} {rule.name} ({rule.severity.value}, area: {rule.area})")
-            typer.echo(f"{rule.summary}\n")
-            for heading, text in (
-                ("What it checks", rule.doc.what),
-                ("Why it matters", rule.doc.why),
-                ("How to fix", rule.doc.fix),
-                ("Example", rule.doc.example),
-            ):
-                typer.echo(f"{heading}:\n  {text}\n")
-            return
-    fail(f"unknown rule {code!r}; expected a code like ED101 (see `envdoctor rules`)")
+    try:
+        text = body(code)
+    except CommandError as exc:
+        fail(str(exc))
+    typer.echo(text, nl=False)
 
 
 class Manager(str, Enum):
@@ -298,7 +269,7 @@ class Manager(str, Enum):
     conda = "conda"
 
 
-@app.command()
+@app.command(help=COMMAND_HELP["install"])
 def install(
     torch: Optional[str] = typer.Option(
         None, "--torch", help="A release (2.5.1) or series (2.5); default: the newest that fits."
@@ -335,32 +306,26 @@ def install(
         OutputFormat.console, "--format", "-f", help="Output format.", case_sensitive=False
     ),
 ) -> None:
-    """Print the pinned pip/uv/conda command that installs a working torch here (or on a described machine).
+    from envdoctor.cli_lean import CommandError
+    from envdoctor.cli_lean import install as body
 
-    Exit codes: 0 a command was found, 1 no build fits (the output says what to change), 2 bad options.
-    """
-    from envdoctor.host.live import LiveHost
-    from envdoctor.install.session import Given, RequestError, run
-    from envdoctor.render.install_report import render_json, render_text
-
-    given = Given(
-        torch=torch,
-        cuda=cuda,
-        os=os_name,
-        arch=arch,
-        python=python,
-        driver=driver,
-        gpus=tuple(gpu),
-        manager=manager.value if manager else None,
-        mirror=mirror,
-    )
+    options = {
+        "torch": torch,
+        "cuda": cuda,
+        "os_name": os_name,
+        "arch": arch,
+        "python": python,
+        "driver": driver,
+        "gpu": gpu,
+        "manager": manager.value if manager else None,
+        "mirror": mirror,
+    }
     try:
-        session = run(given, LiveHost())
-    except RequestError as exc:
+        text, code = body(options, fmt.value)
+    except CommandError as exc:
         fail(str(exc))
-    render = render_json if fmt is OutputFormat.json else render_text
-    _write(render(session.plan, session.inputs), None)
-    raise typer.Exit(0 if session.plan.possible else 1)
+    _write(text, None)
+    raise typer.Exit(code)
 
 
 # `fleet` (many snapshots) and `cluster` (a launched job) live in their own module.

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 
 class ReportFormat(str, Enum):
+    """check's --format choices: the formats of envdoctor/render/registry.py's table."""
+
     console = "console"
     json = "json"
     markdown = "markdown"
@@ -174,6 +176,7 @@ def check_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def settings_for(requested: Mapping[str, Any], fail: Callable[[str], Any]) -> Settings:
     """Validated settings from the options and the config file; `fail` (one line, exit 2) otherwise."""
+    from envdoctor.engine import registry_names
     from envdoctor.settings import SettingsError, resolve
 
     options = {k: v for k, v in requested.items() if k != "config"}
@@ -181,36 +184,16 @@ def settings_for(requested: Mapping[str, Any], fail: Callable[[str], Any]) -> Se
         if options.get(key) is not None:
             options[key] = ",".join(options[key])
     try:
-        return resolve(options, cwd=os.getcwd(), config=requested.get("config"))
+        return resolve(options, cwd=os.getcwd(), names=registry_names(), config=requested.get("config"))
     except SettingsError as exc:
         return fail(str(exc))  # type: ignore[no-any-return]
 
 
 def render(report: Report, fmt: ReportFormat, verbose: bool = False) -> str:
     """The report as text in any format; the console format without colour codes."""
-    if fmt is ReportFormat.json:
-        from envdoctor.render.json_report import render_json
+    from envdoctor.render.registry import render as render_format
 
-        return render_json(report)
-    if fmt is ReportFormat.markdown:
-        from envdoctor.render.markdown import render_markdown
-
-        return render_markdown(report, verbose)
-    if fmt is ReportFormat.github:
-        from envdoctor.render.github import render_github
-
-        return render_github(report)
-    if fmt is ReportFormat.junit:
-        from envdoctor.render.junit import render_junit
-
-        return render_junit(report)
-    import io
-
-    from envdoctor.render.console import make_console, render_console
-
-    buffer = io.StringIO()
-    render_console(report, make_console(buffer, no_color=True, plain=True), verbose)
-    return buffer.getvalue()
+    return render_format(report, fmt.value, verbose)
 
 
 def emit(

@@ -83,11 +83,7 @@ def fleet(
     ),
     requested: Optional[dict[str, Any]] = None,
 ) -> None:
-    """Diagnose many nodes' snapshots at once: nodes grouped by stack, skew between them, failing nodes.
-
-    Snapshots come from `envdoctor snapshot -o snaps/NODE.json` on each node (srun, a DaemonSet, ...).
-    Exit codes as `check`: 0 healthy, 1 problems found, 2 bad options or no snapshot at all.
-    """
+    """Many snapshots -> one fleet report (help text: cli_help.COMMAND_HELP["fleet"])."""
     from envdoctor.fleet.offline import InputError, count_entries, diagnose_files, iter_entries
     from envdoctor.fleet.report import build_report
 
@@ -151,15 +147,7 @@ def cluster(
     ),
     requested: Optional[dict[str, Any]] = None,
 ) -> None:
-    """Check a whole multi-node job, started by its own launcher on every node.
-
-    torchrun --nnodes N --nproc-per-node G -m envdoctor cluster; srun python -m envdoctor cluster;
-    mpirun -x MASTER_ADDR -x MASTER_PORT python -m envdoctor cluster; or any launcher that sets RANK,
-    WORLD_SIZE, MASTER_ADDR and MASTER_PORT. One process per node runs the node's check; every rank
-    joins a process group (NCCL, else gloo), exchanges its node's snapshot through the rendezvous
-    store and runs an all-reduce. Rank 0 prints the fleet report; every rank exits with its code
-    (0 healthy, 1 problems found, 2 envdoctor could not run as asked).
-    """
+    """One rank of a launched job (help text: cli_help.COMMAND_HELP["cluster"])."""
     from envdoctor.fleet.distributed import ClusterOptions, finish, run_cluster
     from envdoctor.fleet.launcher import LaunchError, detect
 
@@ -194,5 +182,8 @@ def cluster(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("fleet")(fleet)
-    app.command("cluster")(cluster)
+    """Add the commands to `app`, after the others (the root help page lists them in that order)."""
+    from envdoctor.cli_help import COMMAND_HELP
+
+    app.command("fleet", help=COMMAND_HELP["fleet"])(fleet)
+    app.command("cluster", help=COMMAND_HELP["cluster"])(cluster)

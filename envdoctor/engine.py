@@ -28,8 +28,9 @@ from envdoctor.probes import PROBES, NotApplicable, ProbeContext, ProbeSpec
 
 if TYPE_CHECKING:
     # Rules load while the probes run (see run_probes' while_waiting), not before they start.
+    from envdoctor.model import Expectations
     from envdoctor.rules import Rule, RuleContext
-    from envdoctor.settings import Expectations, Settings
+    from envdoctor.settings import Names, Settings
 
 
 @dataclass
@@ -196,6 +197,21 @@ def diagnose(
         ignored=ignored,
         checked=tuple(rule.code for rule in active if ctx.can_run(rule)),
     )
+
+
+def registry_names() -> Names:
+    """The probe names and rule codes settings may be asked about (--only, --skip, --ignore).
+
+    Settings sit below the registries and get them from here; the rules load only if asked.
+    """
+    from envdoctor.settings import Names
+
+    def rules() -> tuple[tuple[str, str], ...]:
+        from envdoctor.rules import RULES
+
+        return tuple((rule.code, rule.name) for rule in RULES)
+
+    return Names(probes=tuple(p.name for p in PROBES), rules=rules)
 
 
 def selected_probes(

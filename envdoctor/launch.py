@@ -1,4 +1,8 @@
-"""The console entry point: for a live `check`, the torch child starts before anything else loads.
+"""The console entry point: quick commands answer without typer; a live `check` starts torch first.
+
+`--help`, `explain`, `rules` and `install` print plain text, and importing typer and rich would
+cost more than their whole start-up budget: cli_lean answers them when the command line is one it
+can parse exactly as click would, and leaves everything else to the typer app in cli.py.
 
 Importing torch in the examined interpreter is the floor of a check (about a second); the CLI
 framework, the probes and the rules take a few hundred milliseconds more to import. Starting the
@@ -30,8 +34,31 @@ def _early_torch_child(argv: list[str]) -> None:
     start_early(interpreter.path, "torch_probe.py", child_args(options, child_timeout(options)))
 
 
+def _quick(argv: list[str]) -> None:
+    """Answer a quick command and exit, or return for the typer app to handle argv."""
+    from envdoctor.cli_lean import answer
+
+    try:
+        answered = answer(argv)
+        if answered is None:
+            return
+        out, err, code = answered
+        sys.stdout.write(out)
+        sys.stdout.flush()
+        sys.stderr.write(err)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+    sys.exit(code)
+
+
 def main() -> None:
-    _early_torch_child(sys.argv[1:])
+    argv = sys.argv[1:]
+    if argv[:1] == ["check"]:
+        _early_torch_child(argv)
+    else:
+        _quick(argv)
     from envdoctor.cli import main as cli_main
 
     cli_main()

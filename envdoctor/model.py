@@ -3,11 +3,34 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field, fields
+from typing import TypeVar
 
-if TYPE_CHECKING:
-    from envdoctor.settings import Expectations
+from envdoctor.sizes import parse_size
+
+_E = TypeVar("_E", bound="TextEnum")
+
+
+class TextEnum(str, enum.Enum):
+    """A state or kind that travels as text: its JSON and its words are the value ("too_old").
+
+    A plain (str, Enum) formats as "Kind.TOO_OLD" in f-strings; findings quote these values, so
+    str() and format() give the value on every supported Python.
+    """
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+    @classmethod
+    def parse(cls: type[_E], value: object, default: _E) -> _E:
+        """The member whose value is `value`; `default` for anything else (a child's raw record)."""
+        for member in cls:
+            if member.value == value:
+                return member
+        return default
 
 
 class Severity(str, enum.Enum):
@@ -97,6 +120,54 @@ class ProbeResult:
     seconds: float
     facts: object | None = None
     error: str | None = None
+
+
+def _key(name: str) -> dict[str, str]:
+    return {"key": name}
+
+
+@dataclass(frozen=True)
+class Expectations:
+    """What the workload needs (check's --require-* options, envdoctor.require's keywords).
+
+    Settings (settings.py) parse and validate them; here they are only data, which the rules judge
+    and the report carries. Specifiers are kept as validated text (packaging's syntax). Each field's
+    `key` is its name as users write it and as the JSON report shows it.
+    """
+
+    gpu: bool = field(default=False, metadata=_key("require-gpu"))
+    min_gpus: int | None = field(default=None, metadata=_key("min-gpus"))
+    # torch.version.cuda must match, e.g. ">=12.1"
+    cuda: str | None = field(default=None, metadata=_key("require-cuda"))
+    # torch.__version__ must match, e.g. ">=2.4,<2.6"
+    torch: str | None = field(default=None, metadata=_key("require-torch"))
+    # every usable GPU's compute capability, e.g. ">=8.0"
+    capability: str | None = field(default=None, metadata=_key("require-capability"))
+    # every usable GPU, e.g. "24GiB"
+    min_gpu_memory: str | None = field(default=None, metadata=_key("min-gpu-memory"))
+    # the GPU smoke test must have passed
+    smoke: bool = field(default=False, metadata=_key("require-smoke"))
+
+    @property
+    def stated(self) -> bool:
+        return any(getattr(self, f.name) not in (None, False) for f in fields(self))
+
+    @property
+    def needs_gpu(self) -> bool:
+        """Any GPU expectation implies that there is a GPU at all."""
+        return bool(self.gpu or self.min_gpus or self.capability or self.min_gpu_memory or self.smoke)
+
+    @property
+    def min_gpu_memory_bytes(self) -> int | None:
+        return None if self.min_gpu_memory is None else parse_size(self.min_gpu_memory)
+
+    def items(self) -> tuple[tuple[str, object], ...]:
+        """(key, value) of each stated expectation, keys as users write them (require-cuda)."""
+        return tuple(
+            (f.metadata["key"], getattr(self, f.name))
+            for f in fields(self)
+            if getattr(self, f.name) not in (None, False)
+        )
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,9 @@ Every value is validated here, before any probe runs, so a typo costs one clear 
 half-finished check. The same keys come from three places, and each place names itself in errors:
 `check`'s options (`--require-cuda`), `[tool.envdoctor]` in pyproject.toml or envdoctor.toml, and
 `envdoctor.require(cuda=...)`. Command-line values replace file values key by key.
+
+Settings sit below the registries: the rule codes and probe names that --ignore, --only and --skip
+may name come in from the caller as `Names` (engine.registry_names), never from a registry import.
 """
 
 from __future__ import annotations
@@ -11,12 +14,15 @@ from __future__ import annotations
 import difflib
 import re
 import sys
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+from envdoctor.model import Expectations as Expectations  # re-exported: settings' own type
+from envdoctor.sizes import parse_size as parse_size
 
 CONFIG_FILE = "envdoctor.toml"
 PYPROJECT = "pyproject.toml"
@@ -58,37 +64,15 @@ class ConfigError(SettingsError):
 
 
 @dataclass(frozen=True)
-class Expectations:
-    """What the workload needs. Specifiers are kept as validated text (packaging's syntax)."""
+class Names:
+    """What --ignore, --only and --skip may name, handed in by the caller (engine.registry_names).
 
-    gpu: bool = False
-    min_gpus: int | None = None
-    cuda: str | None = None  # torch.version.cuda must match, e.g. ">=12.1"
-    torch: str | None = None  # torch.__version__ must match, e.g. ">=2.4,<2.6"
-    capability: str | None = None  # every usable GPU's compute capability, e.g. ">=8.0"
-    min_gpu_memory: str | None = None  # every usable GPU, e.g. "24GiB"
-    smoke: bool = False  # the GPU smoke test must have passed
+    `rules` is a function returning (code, name) of every rule: importing every rule module is
+    left for when --ignore is given (`check` imports them while its probes run).
+    """
 
-    @property
-    def stated(self) -> bool:
-        return any(getattr(self, f.name) not in (None, False) for f in fields(self))
-
-    @property
-    def needs_gpu(self) -> bool:
-        """Any GPU expectation implies that there is a GPU at all."""
-        return bool(self.gpu or self.min_gpus or self.capability or self.min_gpu_memory or self.smoke)
-
-    @property
-    def min_gpu_memory_bytes(self) -> int | None:
-        return None if self.min_gpu_memory is None else parse_size(self.min_gpu_memory)
-
-    def items(self) -> tuple[tuple[str, object], ...]:
-        """(key, value) of each stated expectation, keys as users write them (require-cuda)."""
-        return tuple(
-            (KEY_OF_FIELD[f.name], getattr(self, f.name))
-            for f in fields(self)
-            if getattr(self, f.name) not in (None, False)
-        )
+    probes: tuple[str, ...]
+    rules: Callable[[], Sequence[tuple[str, str]]]
 
 
 @dataclass(frozen=True)
@@ -162,22 +146,6 @@ def parse_specifier(key: str, value: object, example: str) -> str:
     return text
 
 
-_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]i?b?|b)", re.IGNORECASE)
-_UNIT = {"k": 1, "m": 2, "g": 3, "t": 4}
-
-
-def parse_size(text: str) -> int:
-    """Bytes from "24GiB", "24 GB" (decimal), "24G" (binary, as nvidia-smi means it), "512MiB"."""
-    match = _SIZE.fullmatch(text.strip())
-    if match is None:
-        raise ValueError(text)
-    number, unit = float(match.group(1)), match.group(2).lower()
-    if unit == "b":
-        return int(number)
-    base = 1000 if unit.endswith("b") and not unit.endswith("ib") else 1024
-    return int(number * base ** _UNIT[unit[0]])
-
-
 def parse_memory(key: str, value: object) -> str:
     if isinstance(value, str):
         try:
@@ -200,11 +168,10 @@ def _names(value: object) -> list[str] | None:
     return None
 
 
-def parse_rule_codes(key: str, value: object) -> tuple[str, ...]:
-    from envdoctor.rules import RULES
-
-    by_name = {r.name: r.code for r in RULES}
-    codes = {r.code for r in RULES}
+def parse_rule_codes(key: str, value: object, known: Names) -> tuple[str, ...]:
+    rules = known.rules()
+    by_name = {name: code for code, name in rules}
+    codes = {code for code, _ in rules}
     names = _names(value)
     if names is None:
         raise ExpectationError(key, value, "not a list of rule codes", '"ED203,ED210"')
@@ -219,10 +186,8 @@ def parse_rule_codes(key: str, value: object) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
-def parse_probe_names(key: str, value: object) -> tuple[str, ...]:
-    from envdoctor.probes import PROBES
-
-    known = [p.name for p in PROBES]
+def parse_probe_names(key: str, value: object, names_known: Names) -> tuple[str, ...]:
+    known = list(names_known.probes)
     names = _names(value)
     example = '"' + ",".join(known[-2:]) + '"'
     if names is None or not names:
@@ -240,8 +205,9 @@ def parse_probe_names(key: str, value: object) -> tuple[str, ...]:
 class Key:
     name: str  # as in the config file and after "--" on the command line
     target: str  # "expectations.<field>" or a Settings field
-    parse: Callable[[str, object], Any]
+    parse: Callable[..., Any]  # (key, value), or (key, value, Names) when `named`
     api: str | None = None  # the keyword of envdoctor.require, if it has one
+    named: bool = False  # the value names rules or probes: the parser also takes Names
 
 
 KEYS: tuple[Key, ...] = (
@@ -268,18 +234,18 @@ KEYS: tuple[Key, ...] = (
     Key("min-gpu-memory", "expectations.min_gpu_memory", parse_memory, "min_gpu_memory"),
     Key("require-smoke", "expectations.smoke", parse_bool, "smoke"),
     Key("strict", "strict", parse_bool, "strict"),
-    Key("ignore", "ignore", parse_rule_codes, "ignore"),
-    Key("only", "only", parse_probe_names),
-    Key("skip", "skip", parse_probe_names),
+    Key("ignore", "ignore", parse_rule_codes, "ignore", named=True),
+    Key("only", "only", parse_probe_names, named=True),
+    Key("skip", "skip", parse_probe_names, named=True),
 )
 KEYS_BY_NAME: dict[str, Key] = {k.name: k for k in KEYS}
-KEY_OF_FIELD: dict[str, str] = {
-    k.target.split(".", 1)[1]: k.name for k in KEYS if k.target.startswith("expectations.")
-}
 
 
 def build(
-    values: Mapping[str, object], where: Callable[[str], str], config_file: str | None = None
+    values: Mapping[str, object],
+    where: Callable[[str], str],
+    names: Names,
+    config_file: str | None = None,
 ) -> Settings:
     """Settings from already-merged raw values keyed by key name; ExpectationError names `where(key)`."""
     expectation_values: dict[str, Any] = {}
@@ -289,7 +255,7 @@ def build(
             continue
         key = KEYS_BY_NAME[name]
         try:
-            value = key.parse(name, raw)
+            value = key.parse(name, raw, names) if key.named else key.parse(name, raw)
         except ExpectationError as exc:
             raise ExpectationError(where(name), raw, exc.reason, exc.example) from None
         if key.target.startswith("expectations."):
@@ -311,7 +277,7 @@ def merge(options: Mapping[str, object], config: Mapping[str, object]) -> dict[s
     return merged
 
 
-def resolve(options: Mapping[str, object], cwd: str, config: str | None = None) -> Settings:
+def resolve(options: Mapping[str, object], cwd: str, names: Names, config: str | None = None) -> Settings:
     """Settings for `check`: the config file (explicit, else found in `cwd`) under the options.
 
     Raises ConfigError or ExpectationError with a one-line message naming the file or the option.
@@ -326,7 +292,7 @@ def resolve(options: Mapping[str, object], cwd: str, config: str | None = None) 
             return f"--{name}"
         return f"{label} {name} = {{}}"
 
-    return build(merge(options, file_values), where, config_file=found[0] if found else None)
+    return build(merge(options, file_values), where, names, config_file=found[0] if found else None)
 
 
 # --- config files ------------------------------------------------------------------------------
@@ -398,7 +364,7 @@ def _read_config(path: Path, shown: str, required: bool) -> tuple[str, dict[str,
 API_KEYS: dict[str, str] = {k.api: k.name for k in KEYS if k.api}
 
 
-def from_keywords(keywords: Mapping[str, object]) -> Settings:
+def from_keywords(keywords: Mapping[str, object], names: Names) -> Settings:
     """Settings from envdoctor.require's keywords; ExpectationError names `require(key=...)`."""
     values: dict[str, object] = {}
     for word, value in keywords.items():
@@ -408,4 +374,4 @@ def from_keywords(keywords: Mapping[str, object]) -> Settings:
             continue
         values[API_KEYS[word]] = value
     reverse = {name: word for word, name in API_KEYS.items()}
-    return build(values, lambda name: f"envdoctor.require({reverse[name]}={{!r}})")
+    return build(values, lambda name: f"envdoctor.require({reverse[name]}={{!r}})", names)

@@ -6,6 +6,7 @@ import threading
 from dataclasses import dataclass
 
 from envdoctor.host.base import Host
+from envdoctor.host.ending import ChildEnding
 from envdoctor.model import Interpreter
 from envdoctor.serde import DataError, from_data
 
@@ -130,12 +131,7 @@ def read_python_info(host: Host, path: str) -> PythonInfo:
     outcome = host.python_json(path, "python_info.py", (), _INFO_TIMEOUT)
     records = [r for r in outcome.records if r.get("record") == "python"]
     if not records:
-        if outcome.start_error:
-            why = outcome.start_error
-        elif outcome.timed_out:
-            why = f"did not answer within {_INFO_TIMEOUT:.0f} s"
-        else:
-            why = f"exited with code {outcome.returncode} without reporting"
+        why = ChildEnding.of_outcome(outcome, limit=_INFO_TIMEOUT).describe()
         raise TargetError(f"{path} is not a runnable Python interpreter ({why})")
     try:
         info = from_data(PythonInfo, {k: v for k, v in records[-1].items() if k != "record"})

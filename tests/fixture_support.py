@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from envdoctor.engine import judge
+from envdoctor.engine import judge, registry_names
 from envdoctor.model import Report
 from envdoctor.render.console import make_console, render_console
 from envdoctor.render.json_report import report_to_data
@@ -36,7 +39,7 @@ def fixture_settings(name: str) -> Settings:
     config = FIXTURES / f"{name}.envdoctor.toml"
     if not config.exists():
         return Settings()
-    return resolve({}, cwd=str(FIXTURES), config=str(config))
+    return resolve({}, cwd=str(FIXTURES), names=registry_names(), config=str(config))
 
 
 def fixture_check_args(name: str) -> list[str]:
@@ -45,7 +48,9 @@ def fixture_check_args(name: str) -> list[str]:
     return ["--from", str(FIXTURES / f"{name}.json"), *(["--config", str(config)] if config.exists() else [])]
 
 
+@functools.cache
 def fixture_report(name: str) -> Report:
+    """The report of fixture `name` (reports are immutable; each is made once per run)."""
     snap = load(str(FIXTURES / f"{name}.json"))
     return judge(
         snap.platform, snap.interpreter, snap.probes, fixture_settings(name), source=f"fixtures/{name}.json"
@@ -58,7 +63,7 @@ def findings_summary(report: Report) -> list[str]:
 
 
 def stable_json(report: Report) -> str:
-    return json.dumps(report_to_data(report), indent=2, sort_keys=True) + "\n"
+    return _dump(report_to_data(report))
 
 
 def console_text(report: Report, verbose: bool = False) -> str:
@@ -67,13 +72,113 @@ def console_text(report: Report, verbose: bool = False) -> str:
     return buffer.getvalue()
 
 
+# -- goldens ------------------------------------------------------------------------------------
+#
+# A rule's words live in one file, tests/golden/rules/EDxxx.json: its findings in every fixture that
+# triggers it, as the JSON report holds them and as the console prints them. The per-fixture goldens
+# hold the rest: NAME.findings.json (codes and severities, in order), NAME.report.json (the whole
+# JSON report with each finding cut down to a reference) and, for some fixtures, NAME.console.txt
+# (the console report with each finding's block cut down to one reference line). Rewording a rule
+# touches its own golden file only; reassemble() puts the full reports back together.
+
+RULE_GOLDEN = GOLDEN / "rules"
+
+
+def _dump(data: object, ascii_only: bool = True) -> str:
+    """Report files keep the escapes they always had; rule files show the text as users read it."""
+    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=ascii_only) + "\n"
+
+
+def rule_reference(code: str) -> str:
+    return f"rules/{code}.json"
+
+
+def _reference(finding: dict[str, Any]) -> dict[str, Any]:
+    """What NAME.report.json keeps of a finding: where it stands, not what it says."""
+    return {
+        "code": finding["code"],
+        "severity": finding["severity"],
+        "area": finding["area"],
+        "text": rule_reference(finding["code"]),
+    }
+
+
+def console_blocks(report: Report) -> tuple[list[str], list[list[str]]]:
+    """The console report split into its frame (with one empty slot per finding) and each
+    finding's own lines, in report order."""
+    lines = console_text(report).splitlines()
+    if not report.findings:
+        return lines, []
+    heading = lines.index("Findings")
+    frame, blocks = lines[: heading + 1], []
+    at = heading + 1
+    for finding in report.findings:
+        end = lines.index("", at)
+        block = lines[at:end]
+        assert block and f" {finding.code} " in block[0], f"console block {block[:1]} is not {finding.code}"
+        blocks.append(block)
+        frame += [f" {finding.code} {finding.severity.value} -> {rule_reference(finding.code)}", ""]
+        at = end + 1
+    return frame + lines[at:], blocks
+
+
+def _structure_console(report: Report) -> str:
+    frame, _ = console_blocks(report)
+    return "\n".join(frame) + "\n"
+
+
 def golden_files(name: str) -> dict[Path, str]:
-    """Every golden file for fixture `name` and the text it must hold."""
+    """The golden files of fixture `name` and the text each must hold (rule goldens: rule_goldens)."""
     report = fixture_report(name)
+    data = report_to_data(report)
+    data["findings"] = [_reference(f) for f in data["findings"]]
     files = {
         GOLDEN / f"{name}.findings.json": json.dumps(findings_summary(report), indent=1) + "\n",
-        GOLDEN / f"{name}.report.json": stable_json(report),
+        GOLDEN / f"{name}.report.json": _dump(data),
     }
     if name in CONSOLE_GOLDEN:
-        files[GOLDEN / f"{name}.console.txt"] = console_text(report)
+        files[GOLDEN / f"{name}.console.txt"] = _structure_console(report)
     return files
+
+
+def rule_goldens(names: Sequence[str] | None = None) -> dict[Path, str]:
+    """rules/EDxxx.json for every rule some fixture triggers: fixture name -> that rule's findings
+    there, each as the JSON report holds it and as the console prints it."""
+    by_code: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for name in fixture_names() if names is None else names:
+        report = fixture_report(name)
+        _, blocks = console_blocks(report)
+        for finding, block in zip(report_to_data(report)["findings"], blocks):
+            entry = {"finding": finding, "console": block}
+            by_code.setdefault(finding["code"], {}).setdefault(name, []).append(entry)
+    return {
+        RULE_GOLDEN / f"{code}.json": _dump(found, ascii_only=False)
+        for code, found in sorted(by_code.items())
+    }
+
+
+def reassemble(name: str) -> tuple[str, str | None]:
+    """Fixture `name`'s full JSON report and console text (None without a console golden), put back
+    together from the golden files alone: what the goldens say the reports are."""
+    data = json.loads((GOLDEN / f"{name}.report.json").read_text(encoding="utf-8"))
+    taken: dict[str, int] = {}
+    findings, blocks = [], []
+    for reference in data["findings"]:
+        code = reference["code"]
+        rule = json.loads((GOLDEN / reference["text"]).read_text(encoding="utf-8"))
+        entry = rule[name][taken.get(code, 0)]
+        taken[code] = taken.get(code, 0) + 1
+        findings.append(entry["finding"])
+        blocks.append(entry["console"])
+    data["findings"] = findings
+    console_path = GOLDEN / f"{name}.console.txt"
+    if not console_path.exists():
+        return _dump(data), None
+    lines, out = console_path.read_text(encoding="utf-8").splitlines(), []
+    slots = iter(blocks)
+    for line in lines:
+        if line.endswith(".json") and " -> rules/" in line:
+            out += next(slots)
+        else:
+            out.append(line)
+    return _dump(data), "\n".join(out) + "\n"

@@ -56,8 +56,14 @@ class Machine:
             self.host.dirs[parent] = tuple(sorted((*self.host.dirs[parent], name)))
         return self
 
-    def program(self, name: str, path: str) -> Machine:
+    def program(self, name: str, path: str | None) -> Machine:
+        """`which(name)` finds `path`; None: the program is not on PATH."""
         self.host.programs[name] = path
+        return self
+
+    def absent(self, *paths: str) -> Machine:
+        """Files a probe may try to read that this machine does not have (FakeHost is strict)."""
+        self.host.absent.update(paths)
         return self
 
     def command(self, argv: tuple[str, ...], stdout: str, returncode: int = 0) -> Machine:

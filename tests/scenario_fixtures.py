@@ -1,9 +1,9 @@
 """Recorded machines for the toolkit and Windows probes, and the fixtures made from them.
 
 Each scenario is a FakeHost holding one machine's files, registry, PATH and child answers; the
-fixture's toolkit/windows facts are what the real probes collect from it (tests check that they
-still do). The other probes' facts are written out. Rewrite a fixture with
-`python -m tests.scenario_fixtures NAME` and review the diff.
+fixture's system, NVML, toolkit and windows facts are what the real probes collect from it (tests
+check that they still do). The python and torch facts, and NVML without a driver, are written out.
+Rewrite a fixture with `python -m tests.scenario_fixtures NAME` and review the diff.
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from envdoctor.host.base import DiskInfo, MemoryInfo
 from envdoctor.host.fake import FakeHost
 from envdoctor.model import Interpreter, PlatformInfo, ProbeResult, ProbeStatus
-from envdoctor.probes import toolkit, windows
+from envdoctor.probes import nvml, system, toolkit, windows
 from envdoctor.probes.base import NotApplicable, ProbeContext, ProbeSpec
-from envdoctor.probes.nvml import Gpu, NvmlFacts
+from envdoctor.probes.nvml import PCI_DEVICES, Gpu, NvmlFacts
 from envdoctor.probes.system import SystemFacts
 from envdoctor.probes.torch_build import Package, PythonError, TorchDevice, TorchFacts
 from envdoctor.snapshot import Snapshot, dumps
@@ -50,9 +51,11 @@ class Scenario:
     platform: PlatformInfo
     machine: Machine
     target: Target
-    system: SystemFacts
-    nvml: NvmlFacts | None
     torch: TorchFacts
+    # Written out only where the NVML probe would not write these facts today (see NO_DRIVER);
+    # otherwise the probe collects them from the machine's NVML child and PCI bus.
+    nvml: NvmlFacts | None = None
+    system: SystemFacts | None = None  # the same, for the system facts (one fixture, see its scenario)
     seconds: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -62,21 +65,26 @@ class Scenario:
     def context(self) -> ProbeContext:
         return ProbeContext(host=self.host, target=self.target)
 
-    def probe_result(self, probe: ProbeSpec[Any]) -> ProbeResult:
-        """Run a probe for real on the recorded machine."""
+    def probe_result(self, probe: ProbeSpec[Any], seconds: float | None = None) -> ProbeResult:
+        """Run a probe for real on the recorded machine (`seconds`: the time the fixture records)."""
         try:
             facts = probe.collect(self.context())
         except NotApplicable as reason:
             return ProbeResult(probe.name, ProbeStatus.NOT_APPLICABLE, 0.0, error=str(reason))
-        return ProbeResult(probe.name, ProbeStatus.OK, self.seconds.get(probe.name, 0.01), facts)
+        if seconds is None:
+            seconds = self.seconds.get(probe.name, 0.01)
+        return ProbeResult(probe.name, ProbeStatus.OK, seconds, facts)
 
     def snapshot(self) -> Snapshot:
         probes = [
-            ProbeResult("system", ProbeStatus.OK, 0.004, self.system),
+            self.probe_result(system.PROBE, 0.004)
+            if self.system is None
+            else ProbeResult("system", ProbeStatus.OK, 0.004, self.system),
             ProbeResult("python", ProbeStatus.OK, 0.0, self.target.info),
+            self.probe_result(nvml.PROBE, 0.05)
+            if self.nvml is None
+            else ProbeResult("nvml", ProbeStatus.OK, 0.05, self.nvml),
         ]
-        if self.nvml is not None:
-            probes.append(ProbeResult("nvml", ProbeStatus.OK, 0.05, self.nvml))
         probes.append(ProbeResult("torch", ProbeStatus.OK, 1.9, self.torch))
         probes.append(self.probe_result(toolkit.PROBE))
         probes.append(self.probe_result(windows.PROBE))
@@ -90,52 +98,66 @@ class Scenario:
         )
 
 
-def _linux_nvml(driver: str, cuda: int, gpu: Gpu) -> NvmlFacts:
-    """A working driver with one GPU, which Linux also lists on the PCI bus."""
-    return NvmlFacts(
-        status="ok",
-        source="nvml",
-        driver_version=driver,
-        cuda_driver_version=cuda,
-        gpus=(gpu,),
-        pci_nvidia_devices=("0000:01:00.0",),
+def _gpu_record(gpu: Gpu) -> dict[str, Any]:
+    assert gpu.capability is not None
+    return {
+        "index": gpu.index,
+        "name": gpu.name,
+        "capability": list(gpu.capability),
+        "memory_total_bytes": gpu.memory_total_bytes,
+    }
+
+
+def _nvml_child(machine: Machine, driver: str, cuda: int, gpu: Gpu) -> None:
+    """A working driver with one GPU: what the NVML child prints (child/nvml_probe.py)."""
+    machine.child(
+        "nvml_probe.py",
+        {
+            "record": "nvml",
+            "status": "ok",
+            "driver_version": driver,
+            "cuda_driver_version": cuda,
+            "gpus": [_gpu_record(gpu)],
+            "errors": [],
+        },
     )
 
 
-def _windows_nvml(driver: str, cuda: int, gpu: Gpu) -> NvmlFacts:
+def _linux_nvml(machine: Machine, driver: str, cuda: int, gpu: Gpu) -> None:
+    """A working driver with one GPU, which Linux also lists on the PCI bus beside a host bridge."""
+    _nvml_child(machine, driver, cuda, gpu)
+    for address, vendor, device_class in (
+        ("0000:00:00.0", "0x8086", "0x060000"),  # an Intel host bridge: not a GPU
+        ("0000:01:00.0", "0x10de", "0x030000"),  # the NVIDIA GPU, a VGA controller
+    ):
+        machine.file(f"{PCI_DEVICES}/{address}/vendor", vendor + "\n")
+        machine.file(f"{PCI_DEVICES}/{address}/class", device_class + "\n")
+
+
+def _windows_nvml(machine: Machine, driver: str, cuda: int, gpu: Gpu) -> None:
     """A working driver with one GPU (no PCI listing on Windows)."""
-    return NvmlFacts(status="ok", source="nvml", driver_version=driver, cuda_driver_version=cuda, gpus=(gpu,))
+    _nvml_child(machine, driver, cuda, gpu)
 
 
-def _linux_system(container: str | None = None) -> SystemFacts:
-    return SystemFacts(
-        os="linux",
-        os_release=LINUX.release,
-        os_version=LINUX.version,
-        machine="x86_64",
-        container=container,
-        cpu_count=16,
-        memory_total_bytes=64 * GIB,
-        memory_available_bytes=48 * GIB,
-        disk_path="/home/user/project/.venv",
-        disk_free_bytes=200 * GIB,
-        disk_total_bytes=1000 * GIB,
-    )
+def _size(machine: Machine, memory_gib: int, available_gib: int) -> None:
+    """The size of the machine as psutil reports it (the disk: the environment's drive)."""
+    machine.host.cpus = 16
+    machine.host.mem = MemoryInfo(memory_gib * GIB, available_gib * GIB)
+    machine.host.disk = DiskInfo(1000 * GIB, 200 * GIB)
 
 
-def _windows_system(disk: str) -> SystemFacts:
-    return SystemFacts(
-        os="windows",
-        os_release="11",
-        os_version=WINDOWS_11.version,
-        machine="AMD64",
-        cpu_count=16,
-        memory_total_bytes=32 * GIB,
-        memory_available_bytes=20 * GIB,
-        disk_path=disk,
-        disk_free_bytes=200 * GIB,
-        disk_total_bytes=1000 * GIB,
-    )
+def _linux_system(machine: Machine, container: str | None = None) -> None:
+    _size(machine, 64, 48)
+    machine.file("/proc/version", f"Linux version {LINUX.release} (buildd@lcy02-amd64-080) {LINUX.version}\n")
+    if container == "docker":
+        machine.file("/.dockerenv")
+    else:
+        assert container is None
+        machine.file("/proc/1/cgroup", "0::/init.scope\n")
+
+
+def _windows_system(machine: Machine) -> None:
+    _size(machine, 32, 20)
 
 
 def _gpu(name: str, capability: tuple[int, int], memory: int) -> Gpu:
@@ -162,6 +184,8 @@ def _working_torch(version: str, location: str, cuda: str, cudnn: int, gpu: Gpu,
 LINUX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 VENV = "/home/user/project/.venv"
 SITE = f"{VENV}/lib/python3.11/site-packages"
+# No driver: written out, not collected. The NVML probe would record source "nvml" for this answer of
+# the child, where these fixtures recorded none; collecting it would change the fixture files.
 NO_DRIVER = NvmlFacts(status="library_not_found", error="NVML Shared Library Not Found")
 
 
@@ -198,6 +222,7 @@ def linux_cuda13_toolkit_no_driver_cpu_torch() -> Scenario:
         nvcc_version("13.0", "13.0.88", "Built on Wed_Aug_20_01:58:59_PM_PDT_2025"),
     )
     machine.folder(f"{SITE}/torch")
+    _linux_system(machine, "docker")
     return Scenario(
         name="linux-cuda13-toolkit-no-driver-cpu-torch",
         description="Linux container without a GPU: a CUDA 13.0 toolkit (nvcc 13.0.88, reached "
@@ -211,7 +236,6 @@ def linux_cuda13_toolkit_no_driver_cpu_torch() -> Scenario:
         platform=LINUX,
         machine=machine,
         target=target(f"{VENV}/bin/python", VENV, "3.11.7"),
-        system=_linux_system("docker"),
         nvml=NO_DRIVER,
         torch=TorchFacts(
             installed=True,
@@ -260,6 +284,8 @@ def linux_ld_library_path_cuda121_breaks_cu124() -> Scenario:
         f"{SITE}/torch/lib/../../nvidia/cusparse/lib/libcusparse.so.12: undefined symbol: "
         "__nvJitLinkComplete_12_4, version libnvJitLink.so.12"
     )
+    _linux_system(machine)
+    _linux_nvml(machine, "550.54.15", 12040, gpu)
     return Scenario(
         name="linux-ld-library-path-cuda121-breaks-cu124",
         description="Linux, RTX 3090, driver 550.54.15: torch 2.5.1+cu124 fails to import with "
@@ -274,8 +300,6 @@ def linux_ld_library_path_cuda121_breaks_cu124() -> Scenario:
         platform=LINUX,
         machine=machine,
         target=target(f"{VENV}/bin/python", VENV, "3.11.9"),
-        system=_linux_system(),
-        nvml=_linux_nvml("550.54.15", 12040, gpu),
         torch=TorchFacts(
             installed=True,
             dist_version="2.5.1+cu124",
@@ -307,6 +331,8 @@ def linux_cuda_home_118_with_cu121_torch() -> Scenario:
     )
     machine.folder(f"{SITE}/torch")
     gpu = _gpu("NVIDIA GeForce RTX 4090", (8, 9), 25757220864)
+    _linux_system(machine)
+    _linux_nvml(machine, "535.183.01", 12020, gpu)
     return Scenario(
         name="linux-cuda-home-118-with-cu121-torch",
         description="Linux, RTX 4090, driver 535.183.01: torch 2.5.1+cu121 works, but CUDA_HOME and "
@@ -322,8 +348,6 @@ def linux_cuda_home_118_with_cu121_torch() -> Scenario:
         platform=LINUX,
         machine=machine,
         target=target(f"{VENV}/bin/python", VENV, "3.11.9"),
-        system=_linux_system(),
-        nvml=_linux_nvml("535.183.01", 12020, gpu),
         torch=_working_torch("2.5.1+cu121", f"{SITE}/torch/__init__.py", "12.1", 90100, gpu, "0.20.1+cu121"),
     )
 
@@ -349,6 +373,8 @@ def linux_nvcc_wrapper_cuda124_cu126_torch() -> Scenario:
     )
     machine.folder(f"{SITE}/torch")
     gpu = _gpu("NVIDIA GeForce RTX 4070", (8, 9), 12878610432)
+    _linux_system(machine)
+    _linux_nvml(machine, "560.35.03", 12060, gpu)
     return Scenario(
         name="linux-nvcc-wrapper-cuda124-cu126-torch",
         description="Linux, RTX 4070, driver 560.35.03: torch 2.7.1+cu126 imports and sees the GPU, "
@@ -365,8 +391,6 @@ def linux_nvcc_wrapper_cuda124_cu126_torch() -> Scenario:
         platform=LINUX,
         machine=machine,
         target=target(f"{VENV}/bin/python", VENV, "3.11.9"),
-        system=_linux_system(),
-        nvml=_linux_nvml("560.35.03", 12060, gpu),
         torch=_working_torch("2.7.1+cu126", f"{SITE}/torch/__init__.py", "12.6", 90501, gpu, "0.22.1+cu126"),
     )
 
@@ -407,7 +431,10 @@ def _windows_machine(path: str, **env: str) -> Machine:
         {"PATH": path, "SystemRoot": "C:\\Windows", "ProgramFiles": "C:\\Program Files", **env},
     )
     machine.folder(SYSTEM32).folder("C:\\Windows\\System32\\Wbem")
+    machine.folder("C:\\Windows\\System32\\WindowsPowerShell\\v1.0")
     machine.files(SYSTEM32, "kernel32.dll", "ucrtbase.dll", "nvml.dll", "nvcuda.dll")
+    # No CUDA toolkit unless a scenario installs one.
+    machine.program("nvcc", None).absent("C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA")
     return machine
 
 
@@ -453,6 +480,8 @@ def win11_torch291_vc_redist_1436_winerror_1114() -> Scenario:
     site = f"{venv}\\Lib\\site-packages"
     torch_lib = f"{site}\\torch\\lib"
     machine = _windows_machine(f"{venv}\\Scripts;{WIN_PATH_TAIL};{base}\\Scripts\\;{base}\\")
+    machine.absent(f"{venv}\\Library\\bin")  # a conda layout a venv does not have
+    machine.folder(f"{base}\\Scripts")
     _redist(machine, "14.36.32532", 32532, 36)
     machine.registry(LONG_PATHS_KEY, 64, LongPathsEnabled=1)
     machine.file(f"{base}\\python.exe").files(
@@ -486,6 +515,8 @@ def win11_torch291_vc_redist_1436_winerror_1114() -> Scenario:
         f'[WinError 1114] {INIT_FAILED} Error loading "{torch_lib}\\c10.dll" or one of its dependencies.'
     )
     gpu = _gpu("NVIDIA GeForce RTX 4070", (8, 9), 12878610432)
+    _windows_system(machine)
+    _windows_nvml(machine, "576.88", 12090, gpu)
     return Scenario(
         name="win11-torch291-vc-redist-1436-winerror-1114",
         description="Windows 11, RTX 4070: torch 2.9.1+cu128 fails with [WinError 1114] on c10.dll "
@@ -500,8 +531,6 @@ def win11_torch291_vc_redist_1436_winerror_1114() -> Scenario:
         platform=WINDOWS_11,
         machine=machine,
         target=target(f"{venv}\\Scripts\\python.exe", venv, "3.12.7"),
-        system=_windows_system(venv),
-        nvml=_windows_nvml("576.88", 12090, gpu),
         torch=TorchFacts(
             installed=True,
             dist_version="2.9.1+cu128",
@@ -521,6 +550,8 @@ def win11_conda_vc14_runtime_1438_loads_first() -> Scenario:
         f"{env}\\bin;C:\\Users\\user\\miniconda3\\condabin;{WIN_PATH_TAIL}"
     )
     machine = _windows_machine(path, CONDA_PREFIX=env)
+    # conda's activation puts these on PATH whether or not the env has them; this one has not.
+    machine.absent(f"{env}\\Library\\mingw-w64\\bin", f"{env}\\Library\\usr\\bin")
     _redist(machine, "14.44.35208", 35208, 44)
     machine.registry(LONG_PATHS_KEY, 64, LongPathsEnabled=1)
     machine.file(f"{env}\\python.exe").files(env, *RUNTIME, version="14.38.33135.0")
@@ -549,6 +580,8 @@ def win11_conda_vc14_runtime_1438_loads_first() -> Scenario:
         f'[WinError 1114] {INIT_FAILED} Error loading "{torch_lib}\\c10.dll" or one of its dependencies.'
     )
     gpu = _gpu("NVIDIA GeForce RTX 4080", (8, 9), 17171480576)
+    _windows_system(machine)
+    _windows_nvml(machine, "576.88", 12090, gpu)
     return Scenario(
         name="win11-conda-vc14-runtime-1438-loads-first",
         description="Windows 11, conda env (activated, so its root folder is first on PATH) with pip "
@@ -566,8 +599,6 @@ def win11_conda_vc14_runtime_1438_loads_first() -> Scenario:
         platform=WINDOWS_11,
         machine=machine,
         target=target(f"{env}\\python.exe", env, "3.11.10", conda=True),
-        system=_windows_system(env),
-        nvml=_windows_nvml("576.88", 12090, gpu),
         torch=TorchFacts(
             installed=True,
             dist_version="2.9.1+cu128",
@@ -592,6 +623,8 @@ def win11_store_python_no_vc_redist() -> Scenario:
     )
     torch_lib = f"{site}\\torch\\lib"
     machine = _windows_machine(f"{WIN_PATH_TAIL};{user}\\AppData\\Local\\Microsoft\\WindowsApps")
+    machine.absent(f"{app}\\Library\\bin")  # a conda layout the Store's Python does not have
+    machine.folder(f"{user}\\AppData\\Local\\Microsoft\\WindowsApps")
     machine.registry(LONG_PATHS_KEY, 64, LongPathsEnabled=0)
     machine.file(f"{app}\\python.exe").files(
         app, "vcruntime140.dll", "vcruntime140_1.dll", version="14.36.32532.0"
@@ -613,6 +646,7 @@ def win11_store_python_no_vc_redist() -> Scenario:
         ),
     )
     message = f'[WinError 126] {NOT_FOUND} Error loading "{torch_lib}\\c10.dll" or one of its dependencies.'
+    _windows_system(machine)
     return Scenario(
         name="win11-store-python-no-vc-redist",
         description="Windows 11 laptop without an NVIDIA GPU, Microsoft Store Python 3.11, torch "
@@ -631,8 +665,21 @@ def win11_store_python_no_vc_redist() -> Scenario:
             interpreter=Interpreter(path=alias, reason="the interpreter envdoctor runs in"),
             info=target(alias, app, "3.11.9", venv=False).info,
         ),
-        system=_windows_system(user),
         nvml=NO_DRIVER,
+        # Written out: the system probe measures the disk of the examined prefix (the Store's app
+        # folder), where this fixture recorded the user's folder; collecting it would change the file.
+        system=SystemFacts(
+            os="windows",
+            os_release="11",
+            os_version=WINDOWS_11.version,
+            machine="AMD64",
+            cpu_count=16,
+            memory_total_bytes=32 * GIB,
+            memory_available_bytes=20 * GIB,
+            disk_path=user,
+            disk_free_bytes=200 * GIB,
+            disk_total_bytes=1000 * GIB,
+        ),
         torch=TorchFacts(
             installed=True,
             dist_version="2.5.1+cpu",
@@ -703,6 +750,8 @@ def win11_conda_cuda118_bin_before_env_cu124() -> Scenario:
         ),
     )
     gpu = _gpu("NVIDIA GeForce RTX 4070", (8, 9), 12878610432)
+    _windows_system(machine)
+    _windows_nvml(machine, "560.94", 12060, gpu)
     return Scenario(
         name="win11-conda-cuda118-bin-before-env-cu124",
         description="Windows 11, RTX 4070, driver 560.94, conda env with pip torch 2.5.1+cu124 that "
@@ -720,8 +769,6 @@ def win11_conda_cuda118_bin_before_env_cu124() -> Scenario:
         platform=WINDOWS_11,
         machine=machine,
         target=target(f"{env}\\python.exe", env, "3.11.10", conda=True),
-        system=_windows_system(env),
-        nvml=_windows_nvml("560.94", 12060, gpu),
         torch=_working_torch(
             "2.5.1+cu124", f"{site}\\torch\\__init__.py", "12.4", 90100, gpu, "0.20.1+cu124"
         ),

@@ -68,6 +68,7 @@ def fake_host(scenario: Scenario, platform: PlatformInfo = LINUX) -> FakeHost:
     return FakeHost(
         platform_info=platform,
         children={"torch_probe.py": scenario.torch_child, "nvml_probe.py": scenario.nvml_child},
+        absent={nvml.PCI_DEVICES},  # the recordings hold the children's answers, not the PCI bus
     )
 
 

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
 import envdoctor
 from envdoctor.api import check
+from envdoctor.engine import registry_names
 from envdoctor.host.base import ChildOutcome
 from envdoctor.host.fake import FakeHost
 from envdoctor.settings import from_keywords
+from tests.real_torch import DEFAULT_ARGS, DEFAULT_RUN, RealTorchChild
 
 PYTHON = "/home/user/project/.venv/bin/python"
 
@@ -28,7 +29,18 @@ def gpu_host() -> FakeHost:
     gpu = {"name": "NVIDIA GeForce RTX 4090", "capability": [8, 9]}
     return FakeHost(
         python=PYTHON,
-        files={PYTHON: ""},
+        files={
+            PYTHON: "",
+            "/proc/version": "Linux version 6.1.0 (gcc 12.2.0) #1 SMP\n",
+            "/proc/1/cgroup": "0::/init.scope\n",
+        },
+        dirs={
+            "/usr/local": ("bin", "include", "lib", "share"),  # no CUDA toolkit there or on PATH
+            "/home/user/project/.venv": ("bin", "include", "lib", "pyvenv.cfg"),  # a venv, not conda
+        },
+        programs={"nvcc": None},
+        # Left out of this machine: the PCI bus (NVML answers) and pip in the venv.
+        absent={"/sys/bus/pci/devices", "/home/user/project/.venv/lib/python3.11/site-packages"},
         children={
             "python_info.py": _child(
                 {
@@ -81,7 +93,8 @@ def test_importing_envdoctor_loads_nothing_heavy() -> None:
 def test_met_expectations_return_the_report() -> None:
     host = gpu_host()
     settings = from_keywords(
-        {"gpu": True, "min_gpus": 2, "cuda": ">=12.1", "capability": ">=8.0", "min_gpu_memory": "24GiB"}
+        {"gpu": True, "min_gpus": 2, "cuda": ">=12.1", "capability": ">=8.0", "min_gpu_memory": "24GiB"},
+        registry_names(),
     )
     report = check(settings, host=host)
     assert report.exit_code == 0
@@ -137,24 +150,13 @@ def test_an_interpreter_that_does_not_run_is_a_value_error() -> None:
         envdoctor.api.require(host=host, python="/nope/python")
 
 
-def _run(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, capture_output=True, text=True, timeout=120)
-
-
-def test_require_on_this_machine() -> None:
+@pytest.mark.early(DEFAULT_RUN)
+def test_require_on_this_machine(shared_torch_child: RealTorchChild) -> None:
     """The real thing, in this interpreter (CPU torch, no NVIDIA GPU): passes plainly, fails for a GPU."""
-    code = (
-        "import json, envdoctor\n"
-        "report = envdoctor.require(cuda=None)\n"
-        "try:\n"
-        "    envdoctor.require(gpu=True)\n"
-        "except envdoctor.EnvironmentNotReady as e:\n"
-        "    codes = [f.code for f in e.findings]\n"
-        "    print(json.dumps({'ok': report.exit_code, 'codes': codes, 'msg': str(e)}))\n"
-    )
-    result = _run([sys.executable, "-c", code])
-    assert result.returncode == 0, result.stderr
-    data = json.loads(result.stdout)
-    assert data["ok"] == 0
-    assert data["codes"] == ["ED701"]
-    assert "ED701 expectation require-gpu not met" in data["msg"]
+    report = envdoctor.require(cuda=None)
+    assert report.exit_code == 0
+    with pytest.raises(envdoctor.EnvironmentNotReady) as caught:
+        envdoctor.require(gpu=True)
+    assert [f.code for f in caught.value.findings] == ["ED701"]
+    assert "ED701 expectation require-gpu not met" in str(caught.value)
+    assert shared_torch_child.asked == [DEFAULT_ARGS, DEFAULT_ARGS]  # the live torch child was asked

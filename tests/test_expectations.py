@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from envdoctor.engine import registry_names
 from envdoctor.probes import PROBES
 from envdoctor.settings import (
     ConfigError,
@@ -20,9 +21,13 @@ from envdoctor.settings import (
     resolve,
 )
 
+NAMES = registry_names()  # the registries' rule codes and probe names, as check and the API pass them
+
 
 def _resolve(tmp_path: Path, config: str | None = None, **options: object) -> object:
-    return resolve({k.replace("_", "-"): v for k, v in options.items()}, cwd=str(tmp_path), config=config)
+    return resolve(
+        {k.replace("_", "-"): v for k, v in options.items()}, cwd=str(tmp_path), names=NAMES, config=config
+    )
 
 
 def test_options_become_typed_expectations(tmp_path: Path) -> None:
@@ -74,7 +79,7 @@ def test_a_bad_option_names_key_value_and_a_valid_example(
     tmp_path: Path, key: str, value: str, says: str
 ) -> None:
     with pytest.raises(ExpectationError) as caught:
-        resolve({key: value}, cwd=str(tmp_path))
+        resolve({key: value}, cwd=str(tmp_path), names=NAMES)
     message = str(caught.value)
     assert message.startswith(f"--{key} {value!r}: ")
     assert says in message
@@ -84,7 +89,7 @@ def test_a_bad_option_names_key_value_and_a_valid_example(
 
 def test_only_and_skip_exclude_each_other(tmp_path: Path) -> None:
     with pytest.raises(SettingsError, match="--only and --skip cannot be combined"):
-        resolve({"only": "torch", "skip": "nvml"}, cwd=str(tmp_path))
+        resolve({"only": "torch", "skip": "nvml"}, cwd=str(tmp_path), names=NAMES)
 
 
 @pytest.mark.parametrize(
@@ -194,14 +199,16 @@ def test_unreadable_config_is_one_line(tmp_path: Path) -> None:
 
 
 def test_keywords_of_the_python_api() -> None:
-    settings = from_keywords({"gpu": True, "cuda": ">=12.1", "min_gpus": 2, "smoke": False, "torch": None})
+    settings = from_keywords(
+        {"gpu": True, "cuda": ">=12.1", "min_gpus": 2, "smoke": False, "torch": None}, NAMES
+    )
     assert settings.expectations == Expectations(gpu=True, cuda=">=12.1", min_gpus=2)
     with pytest.raises(ExpectationError, match=r"^envdoctor.require\(cuda='12.1'\): a bare version"):
-        from_keywords({"cuda": "12.1"})
+        from_keywords({"cuda": "12.1"}, NAMES)
     with pytest.raises(ExpectationError, match=r"^envdoctor.require\(min_gpus=True\): not a whole number"):
-        from_keywords({"min_gpus": True})
+        from_keywords({"min_gpus": True}, NAMES)
     with pytest.raises(TypeError, match="unexpected keyword argument 'gpus'"):
-        from_keywords({"gpus": 2})
+        from_keywords({"gpus": 2}, NAMES)
 
 
 def test_expectation_items_use_the_option_names() -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from tests.cli_support import run_cli
 from tests.fixture_support import FIXTURES
+from tests.real_torch import DEFAULT_RUN, NO_SMOKE_RUN, SMALL_SMOKE_RUN, RealTorchChild
 
 V100 = str(FIXTURES / "linux-v100-cu118-below-project-expectations.json")
 HEALTHY = str(FIXTURES / "linux-rtx4090-driver535-cu121-healthy.json")
@@ -140,21 +141,41 @@ def test_the_docs_show_the_ci_commands() -> None:
     assert any(c.startswith("report") for c in shown)
 
 
+@pytest.mark.early(NO_SMOKE_RUN, SMALL_SMOKE_RUN)
 @pytest.mark.parametrize("argv", DOCUMENTED, ids=[" ".join(a) for a in DOCUMENTED])
 def test_documented_commands_are_valid(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, argv: list[str]
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    shared_torch_child: RealTorchChild,
+    argv: list[str],
 ) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    # Smoke options steer a live run and are refused with --from: those commands run live here.
+    # Smoke options steer a live run and are refused with --from: those commands run live here, and
+    # their options must reach the torch child. The real child answers at a small size: this test
+    # is about the command line; the smoke tests run the child's sizes.
     live = any(a in ("--no-smoke", "--smoke-size") for a in argv)
+    shared_torch_child.max_smoke_size = 64
     result = (
         run_cli(capsys, monkeypatch, *argv) if live else run_cli(capsys, monkeypatch, *argv, "--from", V100)
     )
     assert result.code in (0, 1), result.err
+    if live:
+        (asked,) = shared_torch_child.asked
+        if "--no-smoke" in argv:
+            assert asked == ("--no-smoke",)
+        if "--smoke-size" in argv:
+            size = argv[argv.index("--smoke-size") + 1]
+            assert asked[asked.index("--smoke-size") + 1] == size
+    else:
+        assert shared_torch_child.asked == []
 
 
-def test_the_readme_python_example_raises_on_this_gpu_less_machine() -> None:
+@pytest.mark.early(DEFAULT_RUN)
+def test_the_readme_python_example_raises_on_this_gpu_less_machine(
+    shared_torch_child: RealTorchChild,
+) -> None:
     import envdoctor
 
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
@@ -162,3 +183,4 @@ def test_the_readme_python_example_raises_on_this_gpu_less_machine() -> None:
     with pytest.raises(envdoctor.EnvironmentNotReady) as caught:
         exec(compile(example, "README.md", "exec"), {})
     assert "ED701" in [f.code for f in caught.value.findings]
+    assert shared_torch_child.asked, "the example examined this machine for real"

@@ -9,7 +9,7 @@ from envdoctor.knowledge import gpu_compute
 from envdoctor.knowledge.archs import Capability, cubin_runs_on, parse_capability, ptx_runs_on
 from envdoctor.knowledge.gpu_compute import parse_arch
 from envdoctor.model import Finding, Interpreter, PlatformInfo, ProbeResult, ProbeStatus
-from envdoctor.probes.nvml import Gpu, NvmlFacts
+from envdoctor.probes.nvml import Gpu, NvmlFacts, NvmlStatus
 from envdoctor.probes.python_env import PythonFacts
 from envdoctor.probes.torch_build import TorchDevice, TorchFacts
 from envdoctor.probes.torch_smoke import SmokeDevice, SmokeError, SmokeFacts, SmokeStep
@@ -181,6 +181,22 @@ def test_pascal_on_cu128_gets_a_cu126_fix() -> None:
     (finding,) = found
     assert finding.code == "ED301" and "sm_61 needs cu126 or older" in finding.detail
     assert finding.fixes and all("/whl/cu126" in c for c in finding.fixes[0].commands)
+
+
+def test_the_planners_build_is_checked_against_a_gpu_only_torch_saw() -> None:
+    # NVML names no capability, so the planner chooses by the driver alone: torch 2.13.0's default
+    # build (cu130, a plain PyPI command without an index URL) has no sm_61 kernels, so the fix is
+    # the newest build that has them.
+    nvml = NvmlFacts(
+        status=NvmlStatus.OK,
+        driver_version="580.65.06",
+        cuda_driver_version=13000,
+        gpus=(Gpu(0, "NVIDIA GeForce GTX 1080", None),),
+    )
+    (finding,) = findings(torch_facts("2.7.1+cu128", CU128_ARCHS, (6, 1)), nvml)
+    assert finding.code == "ED301"
+    (command,) = finding.fixes[0].commands
+    assert "/whl/cu126" in command and finding.fixes[0].summary.endswith("which has kernels for sm_61")
 
 
 def test_kepler_gets_torch_27_cu118() -> None:

@@ -15,6 +15,9 @@ from envdoctor.target import PythonInfo
 VENV = "/home/user/project/.venv"
 PYTHON = f"{VENV}/bin/python"
 INFO = PythonInfo(PYTHON, "3.11.9", "CPython", 64, VENV, True, False)
+# Parts of the machine these tests leave out (FakeHost is strict): no pip in the venv (its version
+# changes how pip reads its files), no PCI bus listing (NVML answers for the GPUs).
+LEFT_OUT = {f"{VENV}/lib/python3.11/site-packages", f"{VENV}\\Lib\\site-packages", "/sys/bus/pci/devices"}
 
 
 def _python_record(version: str = "3.11.9") -> ChildOutcome:
@@ -57,6 +60,7 @@ def _host(**fields: object) -> FakeHost:
         environ={"VIRTUAL_ENV": VENV, "HOME": "/home/user"},
         files={PYTHON: ""},
         children={"python_info.py": _python_record(), "nvml_probe.py": _nvml_record()},
+        absent=set(LEFT_OUT),
     )
     for key, value in fields.items():
         setattr(host, key, value)
@@ -155,7 +159,7 @@ def test_pip_config_precedence() -> None:
         "[install]\nindex-url = https://user-install.example/simple\n",
         f"{VENV}/pip.conf": "[global]\nindex-url = https://site.example/simple\n",
     }
-    host = FakeHost(environ={"HOME": "/home/user"}, files=dict(files))
+    host = FakeHost(environ={"HOME": "/home/user"}, files=dict(files), absent=set(LEFT_OUT))
     # pip merges section.key over the files first, then applies [global] < [install]: the user
     # file's [install] beats the site file's [global] (mirror_facts.md 1.2, pip's cli/parser.py).
     found = configured_pip_index(host, INFO)
@@ -182,6 +186,7 @@ def test_install_reads_pip_config_as_the_mirrors_probe_does() -> None:
     host = FakeHost(
         environ={"HOME": "/home/user"},
         files={"/etc/pip.conf": f"[global]\nindex-url = {tuna}\n", user: "[global]\nindex-url =\n"},
+        absent=set(LEFT_OUT),
     )
     assert configured_pip_index(host, INFO) is None  # an empty value in a later file cancels it
     del host.files[user]

@@ -15,6 +15,7 @@ import pytest
 from envdoctor.host.live import LiveHost, parse_records
 from envdoctor.probes import torch_build
 from envdoctor.target import resolve_target
+from tests.real_torch import DEFAULT_RUN, real_torch_child
 
 TORCH_PRESENT = importlib.util.find_spec("torch") is not None
 posix_only = pytest.mark.skipif(os.name != "posix", reason="fake interpreters are shell scripts")
@@ -27,13 +28,14 @@ def _fake_python(tmp_path: Path, body: str) -> str:
     return str(path)
 
 
+@pytest.mark.early(DEFAULT_RUN)
 def test_real_torch_facts_are_true_of_this_build() -> None:
     """CI installs the CPU build of torch: the probe must report exactly that build."""
     if not TORCH_PRESENT:
         pytest.fail("torch must be installed for the test suite (see the README's test command)")
     import torch
 
-    outcome = LiveHost().python_json(sys.executable, "torch_probe.py", (), 120)
+    outcome = real_torch_child(sys.executable)
     facts = torch_build.facts_from_outcome(outcome)
     assert facts.crash is None and facts.imported
     assert facts.version == torch.__version__

@@ -35,6 +35,10 @@ def probe(host: FakeHost, prefix: str = VENV, is_conda: bool = False) -> MirrorF
         is_conda=is_conda,
     )
     target = Target(Interpreter(info.executable, "test"), info)
+    # No pip in the examined environment (its version changes how pip reads some files) unless the
+    # test scripts one: FakeHost is strict about folders it was not told about.
+    windows = host.platform_info.system == "Windows"
+    host.absent.add(f"{prefix}\\Lib\\site-packages" if windows else f"{prefix}/lib/python3.11/site-packages")
     return collect(ProbeContext(host=host, target=target))
 
 

@@ -10,8 +10,9 @@ from envdoctor.probes.base import ProbeContext
 from envdoctor.probes.mirrors import collect
 from envdoctor.probes.nvml import Gpu, NvmlFacts
 from envdoctor.probes.torch_build import TorchFacts
+from envdoctor.rules import mirrors as rules
 from envdoctor.rules.base import RuleContext
-from envdoctor.rules.mirrors import indexes as rules
+from envdoctor.rules.mirrors import urls
 from envdoctor.target import PythonInfo, Target
 
 LINUX = PlatformInfo("Linux", "6.1.0", "#1 SMP", "x86_64")
@@ -49,6 +50,8 @@ def findings(
     )
     if windows:
         host.environ.setdefault("APPDATA", "C:\\Users\\user\\AppData\\Roaming")
+    # No pip in the examined environment unless a test scripts one (FakeHost is strict).
+    host.absent.add(f"{prefix}\\Lib\\site-packages" if windows else f"{prefix}/lib/python3.11/site-packages")
     info = PythonInfo(python, "3.11.7", "CPython", 64, prefix, True, False)
     interpreter = Interpreter(python, "test")
     facts = collect(ProbeContext(host=host, target=Target(interpreter, info)))
@@ -327,17 +330,28 @@ def test_a_plain_configuration_has_no_findings() -> None:
 def test_helpers() -> None:
     official = known.recognise("https://download.pytorch.org/whl/nightly/cu130")
     assert official is not None
-    assert rules.variant_of("https://download.pytorch.org/whl/nightly/cu130", official) == "cu130"
-    assert rules.channel_name("https://mirror.sjtu.edu.cn/anaconda/cloud/pytorch/") == "pytorch"
-    assert rules.channel_name("pytorch/label/nightly") == "pytorch"
-    assert rules.without_credentials("https://u:p@h.example/t/tok/x?y=1") == "https://h.example/x?y=1"
-    assert rules.without_credentials("https://h.example/s?token=abc&page=2") == "https://h.example/s?page=2"
+    assert urls.variant_of("https://download.pytorch.org/whl/nightly/cu130", official) == "cu130"
+    assert urls.channel_name("https://mirror.sjtu.edu.cn/anaconda/cloud/pytorch/") == "pytorch"
+    assert urls.channel_name("pytorch/label/nightly") == "pytorch"
+    assert urls.without_credentials("https://u:p@h.example/t/tok/x?y=1") == "https://h.example/x?y=1"
+    assert urls.without_credentials("https://h.example/s?token=abc&page=2") == "https://h.example/s?page=2"
     pypi = known.pypi_default_url()
     if pypi is not None:
-        assert rules.pypi_mirror(pypi) is None  # PyPI itself is not a mirror
+        assert urls.pypi_mirror(pypi) is None  # PyPI itself is not a mirror
 
 
 def test_no_index_is_read_as_pip_reads_it() -> None:
     extra = {"PIP_EXTRA_INDEX_URL": "https://download.pytorch.org/whl/cu126"}
     assert codes(findings(environ={**extra, "PIP_NO_INDEX": "0"})) == ["ED502"]
     assert codes(findings(environ={**extra, "PIP_NO_INDEX": "yes"})) == []  # pip uses no index at all
+
+
+def test_ed504_variable_fix_in_each_shell() -> None:
+    """A stale mirror set by a variable: the fix sets the current address in the user's shell;
+    PowerShell needs the quotes (a bare URL after = would run as a command)."""
+    environ = {"PIP_INDEX_URL": "https://pypi.mirrors.ustc.edu.cn/simple"}
+    current = "https://mirrors.ustc.edu.cn/pypi/simple"
+    linux = only(findings(environ=environ), "ED504")
+    windows = only(findings(environ=environ, platform=WINDOWS), "ED504")
+    assert linux.fixes[0].commands == (f"export PIP_INDEX_URL={current}",)
+    assert windows.fixes[0].commands == (f"$env:PIP_INDEX_URL = '{current}'",)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from envdoctor.host.base import ChildOutcome, CommandResult
 from envdoctor.host.fake import FakeHost
 from envdoctor.model import PlatformInfo
-from envdoctor.probes import nvml, system, torch_build
+from envdoctor.probes import nvml, python_env, system, torch_build
 from envdoctor.probes.base import NotApplicable
 from tests.support import context, records
 
@@ -29,9 +31,18 @@ def test_system_detects_wsl_and_container() -> None:
 
 
 def test_system_without_psutil_answers_is_still_facts() -> None:
-    host = FakeHost(mem=None, disk=None, cpus=None)
+    host = FakeHost(mem=None, disk=None, cpus=None, absent={"/proc/version", "/proc/1/cgroup"})
     facts = system.collect(context(host))
     assert facts.memory_total_bytes is None and "? RAM" in system.describe(facts)
+
+
+def test_python_reuses_what_validating_the_interpreter_learned() -> None:
+    ctx = context(FakeHost())
+    facts = python_env.collect(ctx)
+    assert facts is ctx.target.info  # asked once, when the interpreter was validated
+    assert python_env.describe(facts) == "CPython 3.11.9 (64-bit), venv"
+    conda = dataclasses.replace(facts, is_venv=False, is_conda=True, free_threaded=True)
+    assert python_env.describe(conda) == "CPython 3.11.9 (64-bit, free-threaded), conda env"
 
 
 def _pci(host: FakeHost, address: str, vendor: str, device_class: str) -> None:
@@ -54,7 +65,8 @@ def test_nvml_ok_record() -> None:
                     "errors": [],
                 }
             )
-        }
+        },
+        absent={nvml.PCI_DEVICES},  # no sysfs (a container): NVML alone answers
     )
     facts = nvml.collect(context(host))
     assert facts.working and facts.driver_cuda == "12.4"
@@ -95,6 +107,7 @@ def test_nvidia_smi_fallback_when_pynvml_missing() -> None:
             ),
             (smi,): CommandResult(0, SMI_HEADER),
         },
+        absent={nvml.PCI_DEVICES},
     )
     facts = nvml.collect(context(host))
     assert facts.source == "nvidia-smi" and facts.working
@@ -112,13 +125,18 @@ def test_nvidia_smi_reporting_mismatch() -> None:
                 9, "Failed to initialize NVML: Driver/library version mismatch\n"
             )
         },
+        absent={nvml.PCI_DEVICES},
     )
     facts = nvml.collect(context(host))
     assert facts.status == "version_mismatch" and facts.source == "nvidia-smi"
 
 
 def test_nvml_child_crash_without_smi_is_a_fact() -> None:
-    host = FakeHost(children={"nvml_probe.py": ChildOutcome(records=(), returncode=None, signal=11)})
+    host = FakeHost(
+        children={"nvml_probe.py": ChildOutcome(records=(), returncode=None, signal=11)},
+        programs={"nvidia-smi": None},
+        absent={nvml.PCI_DEVICES},
+    )
     facts = nvml.collect(context(host))
     assert facts.status == "failed" and "signal 11" in (facts.error or "")
 
@@ -130,7 +148,12 @@ def test_nvml_not_applicable_on_macos() -> None:
 
 def test_windows_nvidia_smi_default_location() -> None:
     path = "C:\\Windows\\System32\\nvidia-smi.exe"
-    host = FakeHost(platform_info=WINDOWS, files={path: ""}, environ={"SystemRoot": "C:\\Windows"})
+    host = FakeHost(
+        platform_info=WINDOWS,
+        files={path: ""},
+        environ={"SystemRoot": "C:\\Windows"},
+        programs={"nvidia-smi": None},  # not on PATH: found where the driver installs it
+    )
     assert nvml._nvidia_smi(host) == path
 
 
@@ -184,7 +207,7 @@ def test_torch_variant_without_label_comes_from_torch_version() -> None:
         (ChildOutcome((), None, signal=11, stderr_tail="Segmentation fault"), "crashed (signal 11)"),
         (ChildOutcome(({"record": "stage", "stage": "import"},), None, timed_out=True), "hung during import"),
         (ChildOutcome((), 3), "exited with code 3"),
-        (ChildOutcome((), None, start_error="not found"), "could not start (not found)"),
+        (ChildOutcome((), None, start_error="not found"), "could not start: not found"),
     ],
 )
 def test_torch_child_endings_become_facts(outcome: ChildOutcome, words: str) -> None:

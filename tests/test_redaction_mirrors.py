@@ -24,6 +24,7 @@ from envdoctor.render.console import make_console, render_console
 from envdoctor.render.json_report import render_json
 from envdoctor.snapshot import Snapshot, dumps, snapshot_from_data
 from envdoctor.target import PythonInfo, Target
+from tests.real_torch import DEFAULT_RUN, RealTorchChild
 
 # One token per place, so a leak names its source.
 TOKENS = {
@@ -83,7 +84,11 @@ def every_output(report: Report, snapshot_text: str) -> dict[str, str]:
 def test_tokens_never_leak_from_recorded_files() -> None:
     # The uv project file is in the working folder; the pyproject.toml above it is skipped by uv
     # (uv.toml found first), so it is planted a second time where uv does read it.
-    host = FakeHost(files=config_files("/home/user", "/home/user/project"), environ=variables())
+    # Only the configuration files matter here: everything else on this machine (torch, NVML,
+    # toolkits, pip) is missing, on purpose.
+    host = FakeHost(
+        files=config_files("/home/user", "/home/user/project"), environ=variables(), missing_ok=True
+    )
     host.files["/home/user/other/pyproject.toml"] = host.files["/home/user/pyproject.toml"]
     info = PythonInfo(
         "/home/user/project/.venv/bin/python",
@@ -127,7 +132,10 @@ def planted_machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def test_tokens_never_leak_from_the_command_line(planted_machine: Path) -> None:
+@pytest.mark.early(DEFAULT_RUN)
+def test_tokens_never_leak_from_the_command_line(
+    planted_machine: Path, shared_torch_child: RealTorchChild
+) -> None:
     runner = CliRunner()
     snapshot = planted_machine / "snap.json"
     runs = {
@@ -142,3 +150,4 @@ def test_tokens_never_leak_from_the_command_line(planted_machine: Path) -> None:
         text = result.output + (snapshot.read_text(encoding="utf-8") if where == "snapshot" else "")
         assert_no_token(text, where)
         assert "ED505" in text or where == "snapshot"
+    assert len(shared_torch_child.asked) == 2  # the live runs examined this machine

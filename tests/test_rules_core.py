@@ -5,11 +5,12 @@ from __future__ import annotations
 import pytest
 
 from envdoctor.engine import evaluate
+from envdoctor.install import plan as install
+from envdoctor.knowledge.drivers import DriverKind, driver_support
 from envdoctor.model import Interpreter, PlatformInfo, ProbeResult, ProbeStatus
 from envdoctor.probes.nvml import Gpu, NvmlFacts
 from envdoctor.probes.system import SystemFacts
 from envdoctor.probes.torch_build import Package, PythonError, TorchFacts
-from envdoctor.rules import RULES, RULES_BY_CODE
 from envdoctor.rules.base import RuleContext
 from envdoctor.rules.torch.install import explain_import_error
 from tests.support import PYTHON
@@ -71,6 +72,42 @@ def test_windows_minor_compat_mentions_both_published_minimums() -> None:
 
 def test_driver_cuda_major_below_torch_major_is_too_old_even_without_data() -> None:
     assert "ED101" in codes(nvml("999.0", cuda=11080), cuda_torch("12.1"))
+
+
+def test_the_driver_rules_and_the_planner_share_one_judgement() -> None:
+    # 550.40.07 predates the 12.4 toolkit's printed minimum (550.54.14) but reports CUDA 12.4
+    # itself: the driver's own word makes it native, for ED102 as for the planner.
+    assert driver_support("cu124", "550.40.07", "linux", "12.4").kind is DriverKind.NATIVE
+    assert not [c for c in codes(nvml("550.40.07", cuda=12040), cuda_torch("12.4")) if c.startswith("ED10")]
+    # Without it the table decides: minor-version compatibility only.
+    assert driver_support("cu124", "550.40.07", "linux").kind is DriverKind.COMPAT
+    assert [c for c in codes(nvml("550.40.07"), cuda_torch("12.4")) if c.startswith("ED10")] == ["ED102"]
+    # The planner, asked for the same torch natively, then offers what the rule calls native.
+    plan = install.plan(
+        install.InstallTarget(
+            "linux",
+            python="3.11",
+            driver_version="550.40.07",
+            driver_cuda="12.4",
+            torch="2.5.1",
+            native_only=True,
+        )
+    )
+    assert plan.variant == "cu124"
+
+
+def test_minor_version_compat_where_nvidia_publishes_no_native_minimum() -> None:
+    # Windows 13.x: NVIDIA prints N/A as the toolkit minimum. An r580 driver (CUDA 13.0) runs a
+    # cu132 build through minor-version compatibility, as the planner also says; no made-up minimum.
+    probes = (
+        ProbeResult("n", ProbeStatus.OK, 0, nvml("581.15", cuda=13000)),
+        ProbeResult("t", ProbeStatus.OK, 0, cuda_torch("13.2", version="2.12.0")),
+    )
+    ctx = RuleContext.build(WINDOWS, Interpreter("C:\\env\\python.exe", "r"), probes)
+    finding = next(f for f in evaluate(ctx) if f.code.startswith("ED10"))
+    assert finding.code == "ED102" and "native from" not in finding.detail
+    assert finding.fixes[0].summary == "Install or upgrade the NVIDIA driver"
+    assert any("/whl/cu130" in c for c in finding.fixes[1].commands)
 
 
 def test_torch_warning_alone_is_enough() -> None:
@@ -160,13 +197,3 @@ def test_companion_label_mismatch_even_when_versions_match() -> None:
 def test_unknown_torch_version_skips_the_pairing_check() -> None:
     torch = cuda_torch("13.0", version="2.99.0", companions=(Package("torchvision", "0.99.0"),))
     assert "ED202" not in codes(nvml("590.44.01", 13010), torch)
-
-
-def test_registry_is_sound() -> None:
-    assert len(RULES_BY_CODE) == len(RULES)
-    names = [r.name for r in RULES]
-    assert len(set(names)) == len(names)
-    for rule in RULES:
-        assert rule.code.startswith("ED") and len(rule.code) == 5 and rule.code[2:].isdigit()
-        assert rule.name == rule.name.lower() and " " not in rule.name
-        assert all((rule.doc.what, rule.doc.why, rule.doc.fix, rule.doc.example, rule.summary))

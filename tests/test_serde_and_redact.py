@@ -8,28 +8,63 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from envdoctor.model import Finding, Fix, Severity
-from envdoctor.probes.nvml import Gpu, NvmlFacts
+from envdoctor.knowledge.drivers import DriverKind
+from envdoctor.model import Finding, Fix, Severity, TextEnum
+from envdoctor.probes.nvml import Gpu, NvmlFacts, NvmlSource, NvmlStatus
+from envdoctor.probes.torch_smoke import DeviceKind, SmokeDevice, SmokeFacts, SmokeStep, StepStatus
 from envdoctor.redact import MASK, is_secret_name, redact, redact_text
 from envdoctor.serde import DataError, from_data, to_data
 
 
 def test_nested_facts_round_trip() -> None:
     facts = NvmlFacts(
-        status="ok",
+        status=NvmlStatus.OK,
+        source=NvmlSource.NVIDIA_SMI,
         driver_version="550.144.03",
         cuda_driver_version=12040,
         gpus=(Gpu(0, "NVIDIA GeForce RTX 3090", (8, 6), 24 * 2**30),),
         pci_nvidia_devices=("0000:01:00.0",),
     )
     data = json.loads(json.dumps(to_data(facts)))
-    assert from_data(NvmlFacts, data) == facts
+    assert (data["status"], data["source"]) == ("ok", "nvidia-smi")  # the snapshot keeps its strings
+    back = from_data(NvmlFacts, data)
+    assert back == facts and back.status is NvmlStatus.OK and back.source is NvmlSource.NVIDIA_SMI
+
+
+def test_enum_fields_round_trip_as_their_values() -> None:
+    step = SmokeStep("init", StepStatus.TIMEOUT, timeout=30.0)
+    smoke = SmokeFacts(
+        True, devices=(SmokeDevice("cuda:0", DeviceKind.CUDA, steps=(step,)),), stopped=step.status
+    )
+    data = to_data(smoke)
+    assert data["stopped"] == "timeout" and data["devices"][0]["kind"] == "cuda"
+    assert json.dumps(data) == json.dumps(json.loads(json.dumps(data)))
+    back = from_data(SmokeFacts, data)
+    assert back == smoke and back.stopped is StepStatus.TIMEOUT
+    assert back.devices[0].steps[0].status is StepStatus.TIMEOUT and back.devices[0].kind is DeviceKind.CUDA
+
+
+def test_an_unknown_enum_value_names_the_path_and_the_allowed_values() -> None:
+    data = to_data(SmokeFacts(True, devices=(SmokeDevice("cpu", DeviceKind.CPU),)))
+    data["devices"][0]["kind"] = "tpu"
+    with pytest.raises(DataError, match=r"\$\.devices\[0\]\.kind: 'tpu' is not one of cpu, cuda, rocm, mps"):
+        from_data(SmokeFacts, data)
+
+
+def test_text_enums_read_as_their_value() -> None:
+    assert f"{DriverKind.TOO_OLD}" == str(DriverKind.TOO_OLD) == "too_old"
+    assert f"[{StepStatus.OK:>4}]" == "[  ok]" and "status = " + NvmlStatus.OK == "status = ok"
+    assert json.dumps({"kind": DriverKind.COMPAT}) == '{"kind": "compat"}'
+    assert DriverKind.TOO_OLD == "too_old" and isinstance(DriverKind.TOO_OLD, TextEnum)
+    assert StepStatus.parse("wrong", StepStatus.FAILED) is StepStatus.WRONG
+    assert StepStatus.parse("exploded", StepStatus.FAILED) is StepStatus.FAILED
+    assert StepStatus.parse(None, StepStatus.FAILED) is StepStatus.FAILED
 
 
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        ({"status": 3}, "$.status: expected str, got int"),
+        ({"status": 3}, "$.status: 3 is not one of ok, library_not_found"),
         ({"status": "ok", "gpus": {}}, "$.gpus: expected a list, got an object"),
         ({"status": "ok", "gpus": [{"index": "0"}]}, "$.gpus[0].index: expected an integer, got a string"),
         ({"status": "ok", "gpus": [{"index": 0, "capability": [8]}]}, "expected 2 items, got 1"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import math
+import os
 import subprocess
 import sys
 import time
@@ -17,9 +18,11 @@ import pytest
 
 from envdoctor.child import torch_probe as child
 from envdoctor.host.base import ChildOutcome
-from envdoctor.host.live import CHILD_DIR, LiveHost, parse_records
+from envdoctor.host.live import CHILD_DIR, parse_records
 from envdoctor.probes.base import CheckOptions
 from envdoctor.probes.torch_build import TorchFacts, child_args, facts_from_outcome
+from tests.early import Job
+from tests.real_torch import DEFAULT_ARGS, DEFAULT_RUN, NO_SMOKE, NO_SMOKE_RUN, real_torch_child
 
 torch = pytest.importorskip("torch")
 
@@ -27,18 +30,20 @@ ALL_STEPS = ["init", "matmul_fp32", "autograd", "matmul_fp16", "matmul_bf16", "c
 
 
 def run_child(*args: str, timeout: float = 60.0) -> tuple[TorchFacts, ChildOutcome]:
-    outcome = LiveHost().python_json(sys.executable, "torch_probe.py", args, timeout)
+    """The real child in this interpreter (shared with the suite's other real runs of these arguments)."""
+    outcome = real_torch_child(sys.executable, args, timeout)
     return facts_from_outcome(outcome, smoke="--no-smoke" not in args), outcome
 
 
 @pytest.fixture(scope="module")
 def default_run() -> tuple[TorchFacts, ChildOutcome]:
-    return run_child("--budget", "58")
+    return run_child(*DEFAULT_ARGS)
 
 
 # -- real runs -------------------------------------------------------------------------------
 
 
+@pytest.mark.early(DEFAULT_RUN)
 def test_cpu_smoke_runs_for_real(default_run: tuple[TorchFacts, ChildOutcome]) -> None:
     facts, outcome = default_run
     assert outcome.returncode == 0, outcome.stderr_tail
@@ -59,6 +64,7 @@ def test_cpu_smoke_runs_for_real(default_run: tuple[TorchFacts, ChildOutcome]) -
     assert cpu.step("matmul_fp16").size == child.CPU_HALF_MAX  # type: ignore[union-attr]
 
 
+@pytest.mark.early(DEFAULT_RUN)
 def test_cpu_only_build_tests_no_gpu(default_run: tuple[TorchFacts, ChildOutcome]) -> None:
     facts, _ = default_run
     assert facts.smoke is not None
@@ -67,25 +73,39 @@ def test_cpu_only_build_tests_no_gpu(default_run: tuple[TorchFacts, ChildOutcome
     assert [d.device for d in facts.smoke.devices] == ["cpu"]
 
 
+@pytest.mark.early(NO_SMOKE_RUN)
 def test_no_smoke_runs_no_step() -> None:
-    facts, outcome = run_child("--no-smoke")
+    facts, outcome = run_child(*NO_SMOKE)
     assert facts.imported
     assert not [r for r in outcome.records if r.get("record") in ("smoke", "step", "step_start")]
     assert facts.smoke is not None and not facts.smoke.ran
     assert facts.smoke.skipped_reason == "--no-smoke"
 
 
+# The real child, with one step replaced by a sleep and a 1 s step limit.
+_HUNG_STEP = (
+    "import sys, time; sys.path.insert(0, sys.argv[1]); import torch_probe as c;"
+    "c.CPU_STEP_TIMEOUT = 1.0;"
+    "c.Smoke.step_matmul_bf16 = lambda self, device, state: time.sleep(60);"
+    "sys.exit(c.main(['--budget', '50']))"
+)
+_ENVIRON = dict(os.environ)  # at import: a run in the background must not see a test's settings
+HUNG_STEP = Job(
+    "torch_probe.py with a hung step",
+    lambda: subprocess.run(
+        [sys.executable, "-c", _HUNG_STEP, str(CHILD_DIR)],
+        capture_output=True,
+        text=True,
+        timeout=50,
+        env=_ENVIRON,
+        cwd=CHILD_DIR,
+    ),
+)
+
+
+@pytest.mark.early(HUNG_STEP)
 def test_a_hung_step_is_stopped_by_the_watchdog_and_named() -> None:
-    # The real child, with one step replaced by a sleep and a 1 s step limit.
-    script = (
-        "import sys, time; sys.path.insert(0, sys.argv[1]); import torch_probe as c;"
-        "c.CPU_STEP_TIMEOUT = 1.0;"
-        "c.Smoke.step_matmul_bf16 = lambda self, device, state: time.sleep(60);"
-        "sys.exit(c.main(['--budget', '50']))"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", script, str(CHILD_DIR)], capture_output=True, text=True, timeout=50
-    )
+    proc = HUNG_STEP.result()
     outcome = ChildOutcome(
         records=parse_records(proc.stdout), returncode=proc.returncode, stderr_tail=proc.stderr[-4000:]
     )

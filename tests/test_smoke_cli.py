@@ -5,16 +5,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 
 import pytest
 
+from tests.cli_support import Run
 from tests.fixture_support import FIXTURES
+from tests.real_torch import SMALL_SMOKE, SMALL_SMOKE_RUN, RealTorchChild
 
-
-def envdoctor(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "envdoctor", *args], capture_output=True, text=True, timeout=timeout
-    )
+Cli = Callable[..., Run]
 
 
 @pytest.mark.parametrize(
@@ -29,26 +28,28 @@ def envdoctor(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[s
         ),
     ],
 )
-def test_bad_smoke_options_are_one_line_and_exit_2(args: tuple[str, ...], message: str) -> None:
-    result = envdoctor("check", *args)
-    assert result.returncode == 2
-    assert message in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+def test_bad_smoke_options_are_one_line_and_exit_2(cli: Cli, args: tuple[str, ...], message: str) -> None:
+    result = cli("check", *args)
+    assert result.code == 2
+    assert message in result.err
+    assert len(result.err.strip().splitlines()) == 1, result.err
 
 
-def test_check_passes_the_smoke_size_to_the_real_child() -> None:
-    result = envdoctor("check", "--format", "json", "--smoke-size", "64", "--python", sys.executable)
-    assert result.returncode in (0, 1), result.stderr
-    smoke = json.loads(result.stdout)["facts"]["torch"]["smoke"]
+@pytest.mark.early(SMALL_SMOKE_RUN)
+def test_check_passes_the_smoke_size_to_the_real_child(cli: Cli, shared_torch_child: RealTorchChild) -> None:
+    result = cli("check", "--format", "json", "--smoke-size", "64", "--python", sys.executable)
+    assert result.code in (0, 1), result.err
+    assert shared_torch_child.asked == [SMALL_SMOKE]
+    smoke = json.loads(result.out)["facts"]["torch"]["smoke"]
     assert smoke["ran"] and smoke["completed"]
     cpu = smoke["devices"][0]
     assert cpu["device"] == "cpu" and cpu["size"] == 64
     assert {s["status"] for s in cpu["steps"]} == {"ok"}
 
 
-def test_rule_commands_do_not_import_torch() -> None:
+def test_rule_commands_do_not_import_torch(cli: Cli) -> None:
     code = "import sys; import envdoctor.cli, envdoctor.rules; print('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == "False"
-    explained = envdoctor("explain", "ED301")
-    assert explained.returncode == 0 and "gpu-arch-not-in-build" in explained.stdout
+    explained = cli("explain", "ED301")
+    assert explained.code == 0 and "gpu-arch-not-in-build" in explained.out

@@ -28,6 +28,7 @@ VENV = "/home/user/project/.venv"
 
 
 def _facts(machine: Machine, python: str = f"{VENV}/bin/python", prefix: str = VENV) -> ToolkitFacts:
+    machine.folder(prefix)  # the examined environment exists (FakeHost lists only what is scripted)
     return toolkit.collect(ProbeContext(host=machine.host, target=target(python, prefix)))
 
 
@@ -38,10 +39,10 @@ def _findings(scenario: Scenario) -> tuple[Finding, ...]:
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_fixture_facts_are_what_the_probes_collect(name: str) -> None:
-    """The fixtures' toolkit/windows facts are the probes' own output on the recorded machine."""
+    """The fixtures' system, NVML, toolkit and windows facts are the probes' own output there."""
     stored = {p.probe: p for p in load(str(FIXTURES / f"{name}.json")).probes}
     fresh = {p.probe: p for p in SCENARIOS[name]().snapshot().probes}
-    for probe in ("toolkit", "windows"):
+    for probe in ("system", "nvml", "toolkit", "windows"):
         assert stored[probe].status == fresh[probe].status
         assert stored[probe].facts == fresh[probe].facts, f"{name}: {probe} facts changed; regenerate"
 
@@ -140,25 +141,26 @@ def test_several_toolkits_keep_the_one_matching_torch_and_drop_its_repeats() -> 
 
 def test_stale_cuda_variable_gets_an_unset_fix() -> None:
     machine = Machine(LINUX, {"PATH": "/usr/bin", "SHELL": "/usr/bin/zsh", "CUDA_PATH": "/opt/cuda-11.0"})
-    machine.folder("/usr/bin").folder("/usr/local")
+    machine.folder("/usr/bin").folder("/usr/local").program("nvcc", None)
     facts = _facts(machine)
     assert facts.toolkits[0].root == "/opt/cuda-11.0" and not facts.toolkits[0].exists
     scenario = SCENARIOS["linux-cuda13-toolkit-no-driver-cpu-torch"]()
     scenario.machine = machine
+    machine.file("/proc/version", "Linux version 6.8.0-45-generic\n").file("/proc/1/cgroup", "0::/\n")
     ed406 = next(f for f in _findings(scenario) if f.code == "ED406")
     assert ed406.fixes[0].commands == ("unset CUDA_PATH",)
     assert "~/.zshrc" in ed406.fixes[1].commands[0]
 
 
 def test_at_most_two_subprocesses_and_nvcc_failures_are_facts() -> None:
-    machine = Machine(LINUX, {"PATH": "/opt/cuda/bin:/usr/bin"})
+    machine = Machine(LINUX, {"PATH": "/opt/cuda/bin:/usr/bin"}).folder("/usr/local").folder("/usr/bin")
     machine.program("nvcc", "/opt/cuda/bin/nvcc").file("/opt/cuda/bin/nvcc").file(
         "/opt/cuda/include/cuda_runtime.h"
     )
     machine.host.commands[("/opt/cuda/bin/nvcc", "--version")] = CommandResult(None, timed_out=True)
     facts = _facts(machine)
     assert facts.nvcc is not None and facts.nvcc.release is None
-    assert "did not answer" in (facts.nvcc.error or "")
+    assert "hung for" in (facts.nvcc.error or "")
     runs = [c for c in machine.host.calls if c[-1:] == ("--version",)]
     assert 1 <= len(runs) <= 2
 
@@ -181,7 +183,7 @@ def test_large_nvcc_binaries_are_never_read() -> None:
 
 def test_malformed_version_json_falls_back() -> None:
     machine = Machine(LINUX, {"PATH": "/usr/bin"})
-    machine.file("/usr/local/cuda-11.7/version.json", "{not json").folder("/usr/bin")
+    machine.file("/usr/local/cuda-11.7/version.json", "{not json").folder("/usr/bin").program("nvcc", None)
     facts = _facts(machine)
     assert [(t.version, t.version_from) for t in facts.toolkits] == [("11.7", "folder name")]
 
@@ -275,7 +277,7 @@ def test_live_realpath_and_windows_only_methods(tmp_path: os.PathLike[str]) -> N
 def test_conda_nvcc_package_is_a_toolkit() -> None:
     env = "/home/user/miniconda3/envs/ml"
     machine = Machine(LINUX, {"PATH": "/usr/bin", "CONDA_PREFIX": env})
-    machine.folder("/usr/bin").folder("/usr/local")
+    machine.folder("/usr/bin").folder("/usr/local").program("nvcc", None)  # not activated: not on PATH
     machine.file(f"{env}/conda-meta/cuda-nvcc-12.4.131-0.json", "{}")
     machine.file(f"{env}/conda-meta/cudatoolkit-11.8.0-h6a678d5_0.json", "{}")
     machine.file(f"{env}/bin/nvcc").file(f"{env}/include/cuda_runtime.h")

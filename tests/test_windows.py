@@ -148,6 +148,8 @@ def test_short_install_folders_do_not_warn_about_long_paths() -> None:
     child = scenario.host.children["dll_probe.py"]
     assert isinstance(child, ChildOutcome)
     short = "C:\\venvs\\t\\Lib\\site-packages\\torch\\lib"
+    scenario.machine.folder(short)
+    scenario.host.dirs[short] = scenario.host.dirs[child.records[0]["torch_lib"]]  # the same DLLs
     record = {**child.records[0], "torch_lib": short}
     scenario.host.children["dll_probe.py"] = dataclasses.replace(child, records=(record,))
     assert "ED606" not in _findings(scenario)

@@ -3,9 +3,10 @@
 Standard library only (plus torch), and old syntax, because it runs in whatever Python the user
 has. Each record is one JSON object on its own line, flushed at once, so that a crash or hang
 part-way still leaves the records printed before it. Records: {"record": "stage", ...} before each
-risky step, one {"record": "torch", ...} with the build, then the smoke test's records:
+risky step, one {"record": "torch", ...} with the build, then "companion_start" / "companion" around
+the load check of each installed companion (torchvision, torchaudio), then the smoke test's records:
 "smoke" (start/end), "smoke_device" (start/end), and "step_start" before / "step" after each step.
-A "step_start" without its "step" names the step that hung or crashed.
+A "step_start" (or "companion_start") without its closing record names the step that hung or crashed.
 
 Arguments: --no-smoke, --smoke-size N (matrix size), --budget SECONDS (the parent's timeout).
 """
@@ -15,6 +16,7 @@ import json
 import math
 import os
 import platform
+import re
 import sys
 import time
 import traceback
@@ -43,12 +45,120 @@ def dist_version(name):
         return None
 
 
+COMPANIONS = ("torchvision", "torchaudio")
+
+
 def companions():
     found = []
-    for name in ("torchvision", "torchaudio"):
+    for name in COMPANIONS:
         version = dist_version(name)
         if version is not None:
             found.append({"name": name, "version": version})
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# Installed distributions that depend on torch: their Requires-Dist lines, read from metadata
+# files only (no import), so a package built for another torch is named without loading it.
+# envdoctor parses the requirements (with `packaging`); here they are only picked out by name.
+
+# The distributions whose requirements matter: torch itself, its companions and its compiler.
+WATCHED = ("torch", "torchvision", "torchaudio", "triton")
+REQUIREMENT_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def normalize(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def watched(name):
+    key = normalize(name)
+    return key in WATCHED or key.startswith("pytorch-triton")  # ROCm/XPU/nightly triton builds
+
+
+def metadata_headers(text):
+    """Name, Version and the Requires-Dist values of a METADATA / PKG-INFO text (its header block)."""
+    name = version = None
+    requires = []
+    for line in text.splitlines():
+        if not line.strip():
+            break  # the body (the long description) starts after the first blank line
+        if line[0] in " \t":
+            continue  # a folded continuation of the previous header
+        key, sep, value = line.partition(":")
+        if not sep:
+            continue
+        key = key.strip().lower()
+        if key == "name":
+            name = value.strip()
+        elif key == "version":
+            version = value.strip()
+        elif key == "requires-dist":
+            requires.append(value.strip())
+    return name, version, requires
+
+
+def read_dist_file(dist, name):
+    try:
+        return dist.read_text(name)
+    except Exception:
+        return None
+
+
+def origin(dist):
+    """Who installed a distribution (INSTALLER) and, for a direct install, from where (PEP 610)."""
+    found = {}
+    installer = read_dist_file(dist, "INSTALLER")
+    if installer and installer.strip():
+        found["installer"] = installer.strip()[:40]
+    direct = read_dist_file(dist, "direct_url.json")
+    if direct:
+        try:
+            url = json.loads(direct).get("url")
+        except (ValueError, AttributeError):
+            url = None
+        if isinstance(url, str):
+            found["source"] = url[:500]
+    return found
+
+
+def distributions():
+    """Each installed distribution that requires a watched one, or is one: None before Python 3.8."""
+    try:
+        from importlib import metadata
+    except ImportError:
+        return None
+    found = []
+    seen = set()
+    try:
+        everything = list(metadata.distributions())
+    except Exception:
+        return None
+    for dist in everything:
+        text = read_dist_file(dist, "METADATA") or read_dist_file(dist, "PKG-INFO") or ""
+        name, version, requires = metadata_headers(text)
+        if not name or not version:
+            continue
+        key = normalize(name)
+        if key in seen:
+            continue  # a copy further down sys.path: the first one is the one imported
+        seen.add(key)
+        if not requires and read_dist_file(dist, "requires.txt"):
+            try:
+                requires = list(dist.requires or ())  # an egg-info folder
+            except Exception:
+                requires = []
+        pins = []
+        for requirement in requires:
+            match = REQUIREMENT_NAME.match(requirement)
+            if match and watched(match.group(1)):
+                pins.append(requirement[:300])
+        if not pins and not watched(name):
+            continue
+        entry = {"name": name, "version": version, "requires": pins}
+        if watched(name):
+            entry.update(origin(dist))
+        found.append(entry)
     return found
 
 
@@ -101,6 +211,238 @@ def collect(torch, info, errors):
         info["mps_available"] = bool(mps.is_available()) if mps is not None else None
     except Exception as exc:
         errors.append({"step": "mps", "error": short_error(exc)})
+
+
+# ---------------------------------------------------------------------------------------------
+# Companion load checks: load torchvision's / torchaudio's compiled extension beside this torch as
+# the packages themselves do, and prove that the operators are registered by running one. The rest
+# of the package is not imported on the way (torchvision's __init__ imports torch._dynamo: seconds);
+# when the operator is missing, the user's own `import torchvision` is replayed for its exact error.
+
+COMPANION_TIMEOUT = 20.0  # a healthy import and one tiny op take well under a second
+NMS_BOXES = [[0.0, 0.0, 1.0, 1.0], [0.0, 0.0, 1.0, 0.9], [2.0, 2.0, 3.0, 3.0]]
+NMS_SCORES = [0.9, 0.8, 0.7]
+NMS_KEEP = [0, 2]  # the second box overlaps the first (IoU 0.9) and scores lower
+
+
+def version_file(package_dir):
+    """__version__ from a package's version.py, read as text: it holds the build's variant label
+    ("0.28.0+cu130") even when the package itself cannot be imported."""
+    try:
+        with open(os.path.join(package_dir, "version.py")) as handle:
+            text = handle.read(4000)
+    except (IOError, OSError):
+        return None
+    match = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", text, re.M)
+    return match.group(1) if match else None
+
+
+def package_dir(name):
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec(name)
+    except Exception:
+        return None
+    locations = list(getattr(spec, "submodule_search_locations", None) or ()) if spec else []
+    return locations[0] if locations else None
+
+
+def extension_files(folder, stem):
+    """The compiled library files named `stem` (_C, libtorchaudio) in `folder`."""
+    try:
+        names = sorted(os.listdir(folder))
+    except (IOError, OSError):
+        return []
+    return [
+        os.path.join(folder, n)
+        for n in names
+        if n.startswith(stem + ".") and n.rsplit(".", 1)[-1] in ("so", "pyd", "dylib")
+    ]
+
+
+def load_cause(torch, folder, stem):
+    """Why a companion's compiled library does not load, in the dynamic loader's own words.
+
+    The companion itself swallows this error (torchvision) or wraps it, so the library is loaded
+    once more here, after the verdict, only to read the reason.
+    """
+    if not folder:
+        return None
+    files = extension_files(folder, stem)
+    if not files:
+        return "no compiled library %s.* in %s" % (stem, folder)
+    try:
+        torch.ops.load_library(files[0])
+    except Exception as exc:
+        inner = exc.__cause__ or exc  # torch wraps the loader's OSError: "Could not load this library"
+        return ("%s: %s" % (os.path.basename(files[0]), inner))[:2000]
+    return None
+
+
+def failure(step, exc, cause):
+    record = {"status": "failed", "step": step, "error": short_error(exc)}
+    if cause:
+        record["cause"] = cause
+    return record
+
+
+def forget(package):
+    for key in list(sys.modules):
+        if key == package or key.startswith(package + "."):
+            del sys.modules[key]
+
+
+def import_submodule(package, folder, submodule):
+    """Import `package.submodule` under a bare stand-in for the package, so that the package's own
+    __init__ does not run: torchvision's imports torch._dynamo (seconds), while its `extension`
+    module alone loads the compiled library exactly as the package does (DLL folders included)."""
+    import importlib
+    import importlib.machinery
+    import types
+
+    forget(package)
+    stub = types.ModuleType(package)
+    stub.__path__ = [folder]
+    stub.__package__ = package
+    stub.__spec__ = importlib.machinery.ModuleSpec(package, None, is_package=True)
+    stub.__spec__.submodule_search_locations = [folder]
+    sys.modules[package] = stub
+    try:
+        return importlib.import_module(package + "." + submodule)
+    finally:
+        forget(package)
+
+
+def missing_module(exc, name):
+    """Whether `exc` says that module `name` itself does not exist (an older layout)."""
+    return isinstance(exc, ImportError) and getattr(exc, "name", None) == name
+
+
+def user_import_failure(torch, folder):
+    """The error a user's `import torchvision; torchvision.ops.nms(...)` meets, or None if none."""
+    forget("torchvision")
+    try:
+        import torchvision
+    except Exception as exc:
+        return failure("import", exc, load_cause(torch, folder, "_C"))
+    try:
+        torchvision.ops.nms(torch.tensor(NMS_BOXES), torch.tensor(NMS_SCORES), 0.5)
+    except Exception as exc:
+        return failure("nms", exc, load_cause(torch, folder, "_C"))
+    finally:
+        forget("torchvision")
+    return None
+
+
+def check_torchvision(torch):
+    folder = package_dir("torchvision")
+    found = {"module_version": version_file(folder) if folder else None}
+    if folder is None:
+        found.update(failure("import", ImportError("no torchvision package folder on sys.path"), None))
+        return found
+    found["location"] = folder
+    extension = None  # kept referenced while the operator runs
+    try:
+        extension = import_submodule("torchvision", folder, "extension")
+    except Exception as exc:
+        if not missing_module(exc, "torchvision.extension"):
+            # Raised by the extension module itself, as `import torchvision` would raise it (for
+            # one, torchvision's check that its CUDA major version is torch's).
+            found.update(failure("import", exc, load_cause(torch, folder, "_C")))
+            return found
+    try:
+        keep = torch.ops.torchvision.nms(torch.tensor(NMS_BOXES), torch.tensor(NMS_SCORES), 0.5)
+        keep = [int(i) for i in keep.tolist()]
+    except Exception as exc:
+        # The operator is not registered: record what the user's own import says about it.
+        said = user_import_failure(torch, folder)
+        found.update(said or failure("nms", exc, load_cause(torch, folder, "_C")))
+        return found
+    del extension
+    if keep != NMS_KEEP:
+        note = "nms kept %r instead of %r" % (keep, NMS_KEEP)
+        found.update({"status": "wrong", "step": "nms", "note": note})
+        return found
+    try:
+        built = int(torch.ops.torchvision._cuda_version())
+        found["cuda"] = "%d.%d" % (built // 1000, built % 1000 // 10) if built > 0 else None
+    except Exception:
+        pass  # an older torchvision without the query: the variant label still tells
+    found["status"] = "ok"
+    return found
+
+
+def check_torchaudio(torch):
+    folder = package_dir("torchaudio")
+    found = {"module_version": version_file(folder) if folder else None}
+    lib = os.path.join(folder, "lib") if folder else None
+    if folder is None:
+        found.update(failure("import", ImportError("no torchaudio package folder on sys.path"), None))
+        return found
+    found["location"] = folder
+    try:
+        # `import torchaudio` loads this first; alone it skips the package's other imports.
+        extension = import_submodule("torchaudio", folder, "_extension")
+    except Exception as exc:
+        if missing_module(exc, "torchaudio._extension"):
+            extension = None
+        else:
+            inner = exc.__cause__  # torch wraps the loader's own words about the library
+            cause = str(inner)[:2000] if inner is not None else load_cause(torch, lib, "libtorchaudio")
+            found.update(failure("import", exc, cause))
+            return found
+    if getattr(extension, "_IS_TORCHAUDIO_EXT_AVAILABLE", None) is False:
+        found.update(
+            {
+                "status": "failed",
+                "step": "extension",
+                "error": {
+                    "type": "ImportError",
+                    "message": "torchaudio's compiled extension is not available "
+                    "(torchaudio._extension._IS_TORCHAUDIO_EXT_AVAILABLE is False)",
+                },
+            }
+        )
+        cause = load_cause(torch, lib, "libtorchaudio")
+        if cause:
+            found["cause"] = cause
+        return found
+    found["status"] = "ok"
+    return found
+
+
+COMPANION_CHECKS = {"torchvision": check_torchvision, "torchaudio": check_torchaudio}
+
+
+def check_companions(torch, present, deadline):
+    """One "companion" record per installed companion, each under the step watchdog."""
+    for entry in present:
+        name = entry["name"]
+        check = COMPANION_CHECKS.get(name)
+        if check is None:
+            continue
+        now = time.time()
+        limit = step_timeout(COMPANION_TIMEOUT, deadline, now)
+        if limit < MIN_STEP_TIME:
+            emit("companion", {"name": name, "status": "skipped", "note": "no time left (raise --timeout)"})
+            continue
+        emit("companion_start", {"name": name, "timeout": limit, "t": now})
+        record = {"name": name, "version": entry.get("version"), "timeout": limit}
+        arm_watchdog(limit)
+        started = time.time()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                record.update(check(torch))
+            except Exception as exc:  # a bug here must not cost the smoke test
+                record.update(failure("check", exc, None))
+            finally:
+                faulthandler.cancel_dump_traceback_later()
+        record["seconds"] = time.time() - started
+        if caught:
+            record["warnings"] = [str(w.message)[:2000] for w in caught][:20]
+        emit("companion", record)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -614,7 +956,9 @@ class Smoke(object):
 def main(argv=None):
     started = time.time()
     options = parse_args(sys.argv[1:] if argv is None else argv)
-    info = {"installed": False, "companions": companions(), "errors": []}
+    present = companions()
+    info = {"installed": False, "companions": present, "errors": []}
+    info["distributions"] = distributions()
     info["cuda_visible_devices"] = os.environ.get("CUDA_VISIBLE_DEVICES")
     info["dist_version"] = dist_version("torch")
     try:
@@ -646,9 +990,12 @@ def main(argv=None):
         collect(torch, info, info["errors"])
     info["warnings"] = [str(w.message)[:2000] for w in caught]
     emit("torch", info)
+    budget = options["budget"]
+    deadline = started + budget - EXIT_MARGIN if budget else None
+    # After the torch record, so that a companion that crashes or hangs the process still leaves
+    # the build reported; before the smoke test, whose GPU steps take the rest of the budget.
+    check_companions(torch, present, deadline)
     if options["smoke"]:
-        budget = options["budget"]
-        deadline = started + budget - EXIT_MARGIN if budget else None
         Smoke(torch, info, options["size"], deadline).run()
     return 0
 

@@ -6,6 +6,7 @@ the live machine, a recorded Windows machine, or a fake in a test.
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -57,6 +58,15 @@ class DiskInfo:
     free_bytes: int
 
 
+def file_too_large(path: str, max_bytes: int) -> OSError:
+    """The error a capped read raises: one wording for the live and the scripted host."""
+    return OSError(errno.EFBIG, f"larger than {max_bytes // 1024} KiB, more than envdoctor reads", path)
+
+
+def not_a_regular_file(path: str) -> OSError:
+    return OSError(errno.EINVAL, "not a regular file (a pipe, socket or device)", path)
+
+
 class Host(Protocol):
     """Everything a probe may ask of the machine."""
 
@@ -84,8 +94,11 @@ class Host(Protocol):
 
     def is_dir(self, path: str) -> bool: ...
 
-    def read_text(self, path: str) -> str:
-        """The file's text; raises OSError when it cannot be read."""
+    def read_text(self, path: str, max_bytes: int | None = None) -> str:
+        """The file's text; raises OSError when it cannot be read.
+
+        With `max_bytes`, a file larger than that, or one that is not a regular file (a FIFO
+        would block the read forever), raises OSError instead (see `file_too_large`)."""
         ...
 
     def list_dir(self, path: str) -> tuple[str, ...]:

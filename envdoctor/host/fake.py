@@ -1,21 +1,55 @@
 """A scripted host: answers from recorded values, so probes run for real against any machine's inputs.
 
-Tests use it to stand in for NVML, subprocesses, files and (later) the Windows registry, while the
-probe code under test is the same code the live host runs.
+Tests use it to stand in for NVML, subprocesses, files and the Windows registry, while the probe code
+under test is the same code the live host runs.
+
+It is strict: a program run, a child script or a `which` that the test did not script raises
+UnscriptedCall naming the call, and so does reading or listing a path in a folder the test never
+described (the error is also recorded, so a test whose probe swallowed it still fails; see
+`take_unscripted`). A scripted folder in `dirs` lists everything in it: a path there that is not in
+`files`/`dirs` is simply missing, and `exists`/`is_dir` answer from the scripted tree alone. A test
+says "not there" explicitly elsewhere: a program mapped to None in `programs`, a command or child
+answered with NOT_FOUND/CHILD_NOT_FOUND, a path in `absent`, or `missing_ok=True` for a machine on
+which everything unscripted is missing.
 """
 
 from __future__ import annotations
 
+import ntpath
+import posixpath
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Union
 
-from envdoctor.host.base import ChildOutcome, CommandResult, DiskInfo, MemoryInfo
+from envdoctor.host.base import ChildOutcome, CommandResult, DiskInfo, MemoryInfo, file_too_large
 from envdoctor.model import PlatformInfo
 
 _MAX_LINKS = 40
 
 ChildAnswer = Union[ChildOutcome, Callable[[str, Sequence[str], float], ChildOutcome]]
+
+# What a missing program or child script answers on the live host.
+NOT_FOUND = CommandResult(returncode=None, start_error="not found")
+CHILD_NOT_FOUND = ChildOutcome(records=(), returncode=None, start_error="not found")
+
+
+class UnscriptedCall(AssertionError):
+    """A probe asked the fake machine something its test did not script."""
+
+
+_unscripted: list[str] = []
+_unscripted_lock = threading.Lock()
+
+
+def take_unscripted() -> list[str]:
+    """The unscripted calls made on any FakeHost since the last take (the test suite checks after
+    every test), and forget them. Probes run in threads and the engine turns a probe's exception
+    into a finding, so raising alone would not always fail the test."""
+    with _unscripted_lock:
+        taken = list(_unscripted)
+        _unscripted.clear()
+    return taken
 
 
 @dataclass
@@ -27,7 +61,7 @@ class FakeHost:
     files: dict[str, str] = field(default_factory=dict)
     dirs: dict[str, tuple[str, ...]] = field(default_factory=dict)
     unreadable: set[str] = field(default_factory=set)
-    programs: dict[str, str] = field(default_factory=dict)  # name -> path for which()
+    programs: dict[str, str | None] = field(default_factory=dict)  # name -> path for which(); None: absent
     commands: dict[tuple[str, ...], CommandResult] = field(default_factory=dict)
     children: dict[str, ChildAnswer] = field(default_factory=dict)  # script -> answer
     python: str = "/usr/bin/python3"
@@ -40,6 +74,24 @@ class FakeHost:
     registry: dict[tuple[str, int], dict[str, str | int]] = field(default_factory=dict)  # (key, view)
     file_versions: dict[str, str] = field(default_factory=dict)  # path -> version resource
     home_dir: str | None = "/home/user"
+    absent: set[str] = field(default_factory=set)  # paths a read or listing is told do not exist
+    missing_ok: bool = False  # everything unscripted is missing, as the old lenient fake had it
+
+    def _unscripted(self, call: str) -> UnscriptedCall:
+        """The error for an unscripted call, recorded for the suite's after-test check."""
+        message = f"FakeHost: unscripted {call}: script it, or say it is absent (see FakeHost's docstring)"
+        with _unscripted_lock:
+            _unscripted.append(message)
+        return UnscriptedCall(message)
+
+    def _missing(self, path: str, call: str) -> bool:
+        """True when `path` may be reported missing: its folder is scripted (and lists everything
+        in it), or the test said so. A path in a part of the machine the test never described is an
+        unscripted call."""
+        paths = ntpath if self.platform_info.system == "Windows" else posixpath
+        if self.missing_ok or path in self.absent or paths.dirname(path) in self.dirs:
+            return True
+        raise self._unscripted(f"{call}({path!r})")
 
     @property
     def env(self) -> Mapping[str, str]:
@@ -65,7 +117,11 @@ class FakeHost:
         return self.working_dir
 
     def which(self, name: str) -> str | None:
-        return self.programs.get(name)
+        if name in self.programs:
+            return self.programs[name]
+        if self.missing_ok:
+            return None
+        raise self._unscripted(f"which({name!r})")
 
     def exists(self, path: str) -> bool:
         return path in self.files or path in self.dirs or path in self.unreadable
@@ -73,17 +129,22 @@ class FakeHost:
     def is_dir(self, path: str) -> bool:
         return path in self.dirs
 
-    def read_text(self, path: str) -> str:
+    def read_text(self, path: str, max_bytes: int | None = None) -> str:
         if path in self.unreadable:
             raise PermissionError(13, "Permission denied", path)
         if path in self.dirs:
             raise IsADirectoryError(21, "Is a directory", path)
-        if path not in self.files:
+        if path not in self.files and self._missing(path, "read_text"):
             raise FileNotFoundError(2, "No such file or directory", path)
-        return self.files[path]
+        text = self.files[path]
+        if max_bytes is not None and len(text.encode("utf-8", errors="replace")) > max_bytes:
+            raise file_too_large(path, max_bytes)
+        return text
 
     def list_dir(self, path: str) -> tuple[str, ...]:
-        if path not in self.dirs:
+        if path in self.files:
+            raise NotADirectoryError(20, "Not a directory", path)
+        if path not in self.dirs and self._missing(path, "list_dir"):
             raise FileNotFoundError(2, "No such file or directory", path)
         return self.dirs[path]
 
@@ -92,13 +153,17 @@ class FakeHost:
         self.calls.append(key)
         if key in self.commands:
             return self.commands[key]
-        return CommandResult(returncode=None, start_error="not found")
+        if self.missing_ok:
+            return NOT_FOUND
+        raise self._unscripted(f"run({list(key)!r})")
 
     def python_json(self, interpreter: str, script: str, args: Sequence[str], timeout: float) -> ChildOutcome:
         self.calls.append((interpreter, script, *args))
         answer = self.children.get(script)
         if answer is None:
-            return ChildOutcome(records=(), returncode=None, start_error="not found")
+            if self.missing_ok:
+                return CHILD_NOT_FOUND
+            raise self._unscripted(f"child script {script!r} in {interpreter!r}")
         if callable(answer):
             return answer(interpreter, args, timeout)
         return answer

@@ -8,6 +8,7 @@ import os
 import platform
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -15,7 +16,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from envdoctor.host.base import ChildOutcome, CommandResult, DiskInfo, MemoryInfo
+from envdoctor.host.base import (
+    ChildOutcome,
+    CommandResult,
+    DiskInfo,
+    MemoryInfo,
+    file_too_large,
+    not_a_regular_file,
+)
 from envdoctor.model import PlatformInfo
 
 CHILD_DIR = Path(__file__).resolve().parent.parent / "child"
@@ -73,9 +81,22 @@ class LiveHost:
     def is_dir(self, path: str) -> bool:
         return os.path.isdir(path)
 
-    def read_text(self, path: str) -> str:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read()
+    def read_text(self, path: str, max_bytes: int | None = None) -> str:
+        if max_bytes is None:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                return handle.read()
+        # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+        descriptor = os.open(path, flags)
+        with os.fdopen(descriptor, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise not_a_regular_file(path)
+            data = handle.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise file_too_large(path, max_bytes)
+        # As open() in text mode would: universal newlines, undecodable bytes replaced.
+        text = data.decode("utf-8", errors="replace")
+        return text.replace("\r\n", "\n").replace("\r", "\n")
 
     def list_dir(self, path: str) -> tuple[str, ...]:
         return tuple(sorted(os.listdir(path)))

@@ -23,8 +23,8 @@ from envdoctor.install.commands import (
     uv_commands,
 )
 from envdoctor.knowledge import DriverVersion, Release, conda, variant_cuda
-from envdoctor.knowledge.archs import Capability, arch_list, coverage, sm
-from envdoctor.knowledge.drivers import DriverSupport, driver_support, native_cuda
+from envdoctor.knowledge.archs import Capability, CoverageKind, arch_list, coverage, sm
+from envdoctor.knowledge.drivers import DriverKind, DriverSupport, driver_support, native_cuda
 from envdoctor.knowledge.gpus import is_tegra
 from envdoctor.shell import join
 
@@ -100,7 +100,7 @@ def _gpu_coverage(release: Release, variant: str, target: InstallTarget) -> list
     missing = []
     for i, capability in enumerate(target.gpu_capabilities):
         found = coverage(arch, capability)
-        if found.kind == "none":
+        if found.kind == CoverageKind.NONE:
             missing.append(target.gpu_label(i))
     return missing
 
@@ -112,7 +112,7 @@ def _ptx_only(release: Release, variant: str, target: InstallTarget) -> list[str
     return [
         target.gpu_label(i)
         for i, capability in enumerate(target.gpu_capabilities)
-        if coverage(arch, capability).kind == "ptx"
+        if coverage(arch, capability).kind == CoverageKind.PTX
     ]
 
 
@@ -149,11 +149,11 @@ def _choose_cuda(release: Release, target: InstallTarget) -> _Choice | str:
         support = driver_support(variant, target.driver_version, target.os, target.driver_cuda)
         missing = _gpu_coverage(release, variant, target)
         # PTX needs a driver at least as new as the toolkit: minor-version compatibility is not enough.
-        if support.kind == "compat":
+        if support.kind == DriverKind.COMPAT:
             missing += [g for g in _ptx_only(release, variant, target) if g not in missing]
         judged.append((variant, support, missing))
-    for wanted in ("native", "compat"):
-        if wanted == "compat" and target.native_only:
+    for wanted in (DriverKind.NATIVE, DriverKind.COMPAT):
+        if wanted == DriverKind.COMPAT and target.native_only:
             break
         skipped: list[str] = []
         for variant, support, missing in judged:
@@ -163,7 +163,7 @@ def _choose_cuda(release: Release, target: InstallTarget) -> _Choice | str:
                 continue
             warnings: list[str] = []
             why = _driver_words(target)
-            if wanted == "compat":
+            if wanted == DriverKind.COMPAT:
                 why += f" and runs {variant} through minor-version compatibility (>= {support.floor})"
                 warnings.append(
                     f"driver {target.driver_version} predates CUDA {support.cuda} (native from "
@@ -181,7 +181,7 @@ def _choose_cuda(release: Release, target: InstallTarget) -> _Choice | str:
 def _no_cuda_fit(
     release: Release, target: InstallTarget, judged: list[tuple[str, DriverSupport, list[str]]]
 ) -> str:
-    usable = ("native",) if target.native_only else ("native", "compat")
+    usable = (DriverKind.NATIVE,) if target.native_only else (DriverKind.NATIVE, DriverKind.COMPAT)
     running = [(v, s, m) for v, s, m in judged if s.kind in usable]
     if not running:
         how = " natively" if target.native_only else ""
@@ -207,11 +207,11 @@ def _explicit_variant(release: Release, target: InstallTarget) -> _Choice | str:
         if target.driver_version is None and support.floor is not None:
             native = f" (>= {support.native} natively)" if support.native != support.floor else ""
             warnings.append(f"NVIDIA driver unknown: {variant} needs >= {support.floor}{native}")
-        if support.kind == "too_old":
+        if support.kind == DriverKind.TOO_OLD:
             warnings.append(
                 f"driver {target.driver_version} is too old for {variant}: it needs >= {support.floor}"
             )
-        elif support.kind == "compat":
+        elif support.kind == DriverKind.COMPAT:
             warnings.append(
                 f"driver {target.driver_version} runs {variant} only through minor-version "
                 f"compatibility; >= {support.native} runs it natively"
@@ -429,7 +429,8 @@ def _commands(
             if variant.startswith("cu") and target.mirror is not None:
                 warnings.append(
                     "with an Anaconda mirror as channel_alias, '-c nvidia' fails: mirrors do not carry "
-                    "the nvidia channel (mirror_facts.md P5); keep channel_alias at its default"
+                    "the nvidia channel (https://github.com/tuna/issues/issues/1327); keep channel_alias "
+                    "at its default"
                 )
             return [found]
         warnings.append(_conda_missing(release, variant, target.platform))

@@ -66,7 +66,7 @@ def _mirror(given: str | None, detected: Detected, looked: bool) -> tuple[Mirror
     if pypi is not None and index.url.rstrip("/") == pypi.rstrip("/"):
         return None, Input("Mirror", "none (PyPI's default index)", f"detected ({index.where})")
     choice = resolve_mirror(index.url, "detected")
-    if known is not None and known.kind == "pytorch-wheels":
+    if known is not None and known.kind == mirrors.IndexKind.PYTORCH_WHEELS:
         # pip is pointed at a PyTorch index: a command relying on the default index would get that
         # index's build (often /whl/cpu), so every command names its index.
         wheels = None if known.name == "official-pytorch" else known

@@ -1,7 +1,8 @@
 """Facts as data: typed, cached queries over the JSON tables beside this file.
 
-Each table names its source in the file. Queries never crash on versions newer than the data: they
-answer None and callers say "not in envdoctor's data yet (data as of ...)".
+Each table names its sources in the file as public references (knowledge/provenance.py). Queries
+never crash on versions newer than the data: they answer None and callers say "not in envdoctor's
+data yet (data as of ...)".
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
+
+from envdoctor.knowledge.provenance import Provenance, provenance
 
 DATA_DIR = Path(__file__).resolve().parent
 
@@ -190,10 +193,10 @@ def known_platforms() -> tuple[str, ...]:
     return tuple(found)
 
 
-def platform_source(platform: str) -> str | None:
-    sources = load_table("releases.json").get("platform_sources", {})
-    text = sources.get(platform)
-    return str(text) if text else None
+def platform_source(platform: str) -> Provenance | None:
+    """Where the data's builds for `platform` come from (public references and what they show)."""
+    record = load_table("releases.json").get("platform_sources", {}).get(platform)
+    return provenance(record) if isinstance(record, dict) else None
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from functools import cache
 
 from envdoctor.knowledge import Release, load_table
+from envdoctor.knowledge.provenance import Provenance, provenance
+from envdoctor.model import TextEnum
 
 Capability = tuple[int, int]
 
@@ -48,7 +50,12 @@ class ArchList:
     cubins: tuple[Capability, ...]
     ptx: tuple[Capability, ...]
     inferred: bool  # the data copies a neighbouring release's list
-    source: str
+    provenance: Provenance
+
+    @property
+    def source(self) -> tuple[str, ...]:
+        """The public references the list comes from."""
+        return self.provenance.source
 
     def describe(self) -> str:
         parts = [sm(c) for c in self.cubins] + [f"compute_{c[0]}{c[1]} (PTX)" for c in self.ptx]
@@ -85,7 +92,7 @@ def arch_list(torch: Release, variant: str, platform: str) -> ArchList | None:
         if text is None:
             return None
         cubins, ptx = _parse_list(text, with_ptx)
-        return ArchList(cubins, ptx, bool(row.get("inferred")), row["source"])
+        return ArchList(cubins, ptx, bool(row.get("inferred")), provenance(row))
     return None
 
 
@@ -138,11 +145,17 @@ def ptx_runs_on(ptx: Capability, gpu: Capability, suffix: str = "") -> bool:
     return gpu >= ptx
 
 
+class CoverageKind(TextEnum):
+    CUBIN = "cubin"  # compiled code for the GPU (or one it runs)
+    PTX = "ptx"  # only PTX the driver JIT-compiles: needs a driver as new as the toolkit
+    NONE = "none"
+
+
 @dataclass(frozen=True)
 class Coverage:
     """How a build serves one GPU: by a cubin, only by PTX JIT, or not at all."""
 
-    kind: str  # "cubin" | "ptx" | "none"
+    kind: CoverageKind
     by: Capability | None = None
 
 
@@ -151,8 +164,8 @@ def coverage(arch: ArchList, gpu: Capability) -> Coverage:
     runtime picks)."""
     for cubin in sorted(arch.cubins, reverse=True):
         if cubin_runs_on(cubin, gpu):
-            return Coverage("cubin", cubin)
+            return Coverage(CoverageKind.CUBIN, cubin)
     for ptx in sorted(arch.ptx, reverse=True):
         if ptx_runs_on(ptx, gpu):
-            return Coverage("ptx", ptx)
-    return Coverage("none")
+            return Coverage(CoverageKind.PTX, ptx)
+    return Coverage(CoverageKind.NONE)

@@ -1,5 +1,8 @@
 """The NVIDIA driver against a torch CUDA variant: runs it natively, through minor-version
-compatibility (MVC), or not at all (cuda_drivers.json)."""
+compatibility (MVC), or not at all (cuda_drivers.json).
+
+driver_support is envdoctor's one judgement of a driver: the planner, `check`'s driver rules
+(ED101/ED102) and the fixes that pick a build all ask it, so they cannot disagree."""
 
 from __future__ import annotations
 
@@ -14,6 +17,14 @@ from envdoctor.knowledge import (
     parse_driver,
     variant_cuda,
 )
+from envdoctor.model import TextEnum
+
+
+class DriverKind(TextEnum):
+    NATIVE = "native"  # the driver meets the toolkit's own minimum (or reports that CUDA itself)
+    COMPAT = "compat"  # only through minor-version compatibility: no PTX JIT, no newer-driver APIs
+    TOO_OLD = "too_old"
+    UNKNOWN = "unknown"  # no driver, or no minimum in the data
 
 
 @dataclass(frozen=True)
@@ -22,14 +33,15 @@ class DriverSupport:
 
     variant: str  # "cu126"
     cuda: str  # "12.6"
-    kind: str  # "native" | "compat" (MVC only) | "too_old" | "unknown" (not in the data)
+    kind: DriverKind
     native: DriverVersion | None  # the toolkit's own minimum (on Windows 13.x: the MVC minimum)
     floor: DriverVersion | None  # the lowest driver that runs it at all
     caveat: str | None = None  # e.g. the Windows 527.41 / 528.33 ambiguity
+    toolkit: DriverVersion | None = None  # the toolkit's minimum as published (None where NVIDIA prints N/A)
 
     @property
     def runs(self) -> bool:
-        return self.kind in ("native", "compat")
+        return self.kind in (DriverKind.NATIVE, DriverKind.COMPAT)
 
 
 def _windows_tools_floor(cuda: str) -> DriverVersion | None:
@@ -46,17 +58,19 @@ def driver_support(
     """Judge `driver` ("535.104.05") for `variant` on linux/windows.
 
     `driver_cuda` ("12.2", NVML's CUDA version of the driver) decides "native" when known: it is
-    what the driver itself reports, so it beats the table.
+    what the driver itself reports, so it beats the table. It also settles "too_old" across CUDA
+    majors, which minor-version compatibility never bridges, even where the table lacks the variant.
     """
     cuda = variant_cuda(variant) or ""
     minimum = driver_minimum(cuda, os_name) if cuda else None
-    if minimum is None:
-        return DriverSupport(variant, cuda, "unknown", None, None)
-    native = minimum.toolkit or minimum.compat
-    floor = minimum.compat or minimum.toolkit
+    toolkit = minimum.toolkit if minimum else None
+    native = (toolkit or minimum.compat) if minimum else None
+    floor = (minimum.compat or toolkit) if minimum else None
     have = parse_driver(driver)
+    if have is not None and _older_major(driver_cuda, cuda):
+        return DriverSupport(variant, cuda, DriverKind.TOO_OLD, native, floor, toolkit=toolkit)
     if have is None or floor is None:
-        return DriverSupport(variant, cuda, "unknown", native, floor)
+        return DriverSupport(variant, cuda, DriverKind.UNKNOWN, native, floor, toolkit=toolkit)
     caveat = None
     tools = _windows_tools_floor(cuda) if os_name == "windows" else None
     if tools is not None and floor <= have < tools:
@@ -65,13 +79,19 @@ def driver_support(
             f"{cuda.split('.')[0]}.x; uv and light-the-torch expect >= {tools}"
         )
     if have < floor:
-        return DriverSupport(variant, cuda, "too_old", native, floor)
+        return DriverSupport(variant, cuda, DriverKind.TOO_OLD, native, floor, toolkit=toolkit)
     if driver_cuda is not None:
         is_native = Version(cuda) <= Version(driver_cuda)
     else:
         is_native = native is not None and have >= native
-    kind = "native" if is_native else "compat"
-    return DriverSupport(variant, cuda, kind, native, floor, caveat)
+    kind = DriverKind.NATIVE if is_native else DriverKind.COMPAT
+    return DriverSupport(variant, cuda, kind, native, floor, caveat, toolkit)
+
+
+def _older_major(driver_cuda: str | None, cuda: str) -> bool:
+    """Whether the driver's own CUDA ("12.8") is of an older major version than `cuda` ("13.0")."""
+    have, need = (driver_cuda or "").split(".")[0], cuda.split(".")[0]
+    return have.isdigit() and need.isdigit() and int(have) < int(need)
 
 
 def native_cuda(driver: str | None, os_name: str) -> str | None:

@@ -18,6 +18,7 @@ from envdoctor.knowledge import load_table
 from envdoctor.knowledge.archs import (
     ArchList,
     Capability,
+    CoverageKind,
     arch_list,
     coverage,
     cubin_runs_on,
@@ -85,7 +86,7 @@ class WheelBuild:
         return int(self.variant[2:])
 
     def runs_on(self, device: Capability) -> bool:
-        return coverage(self.arch, device).kind != "none"
+        return coverage(self.arch, device).kind != CoverageKind.NONE
 
 
 @cache

@@ -7,18 +7,35 @@ from functools import cache
 from urllib.parse import urlsplit
 
 from envdoctor.knowledge import load_table
+from envdoctor.knowledge.provenance import references
+from envdoctor.model import TextEnum
 
 OFFICIAL_WHEEL_BASE = "https://download.pytorch.org/whl"
+
+
+class IndexKind(TextEnum):
+    PYPI = "pypi"  # a PyPI mirror
+    CONDA = "conda"  # an Anaconda mirror
+    PYTORCH_WHEELS = "pytorch-wheels"  # PyTorch's wheel index or a mirror of it
+
+
+class IndexStatus(TextEnum):
+    OK = "ok"
+    STALE = "stale"
+    DROPPED = "dropped"
+    UNVERIFIED = "unverified"
 
 
 @dataclass(frozen=True)
 class KnownIndex:
     name: str  # "tuna", "sjtu-pytorch", "official-pytorch", ...
     title: str
-    kind: str  # "pypi" | "conda" | "pytorch-wheels"
+    kind: IndexKind
     url: str  # base URL as the operator documents it
-    status: str  # "ok" | "stale" | "dropped" | "unverified"
-    note: str  # why the status, with source
+    status: IndexStatus
+    note: str  # why the status, in plain words (shown to users)
+    source: tuple[str, ...] = ()  # public references (URL or owner/repo@commit:path)
+    verified: bool = True  # False: no operator documentation or primary source was found
     layout: str = "pep503"  # pytorch-wheels: "pep503" (--index-url) or "flat" (a file listing for -f)
     channels_missing: tuple[str, ...] = ()  # conda: channels the mirror does not carry itself
 
@@ -30,7 +47,15 @@ class KnownIndex:
 @cache
 def known_indexes() -> tuple[KnownIndex, ...]:
     return tuple(
-        KnownIndex(**{**row, "channels_missing": tuple(row.get("channels_missing", ()))})
+        KnownIndex(
+            **{
+                **row,
+                "kind": IndexKind(row["kind"]),
+                "status": IndexStatus(row["status"]),
+                "channels_missing": tuple(row.get("channels_missing", ())),
+                "source": references(row.get("source")),
+            }
+        )
         for row in load_table("mirrors.json")["indexes"]
     )
 

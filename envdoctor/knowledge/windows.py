@@ -11,6 +11,7 @@ from functools import cache
 from packaging.version import Version
 
 from envdoctor.knowledge import load_table, parse_version
+from envdoctor.knowledge.provenance import Provenance, provenance
 
 _TABLE = "windows.json"
 
@@ -34,7 +35,11 @@ class RuntimeMinimum:
     minimum: Version
     error: str
     caveat: str
-    source: str
+    provenance: Provenance
+
+    @property
+    def source(self) -> tuple[str, ...]:
+        return self.provenance.source
 
 
 @dataclass(frozen=True)
@@ -67,7 +72,7 @@ def _minimums() -> tuple[RuntimeMinimum, ...]:
             minimum=Version(row["minimum"]),
             error=row["error"],
             caveat=row["caveat"],
-            source=row["source"],
+            provenance=provenance(row),
         )
         for row in load_table(_TABLE)["runtime_minimums"]
     )

@@ -5,15 +5,14 @@ naming the line, so a malformed file becomes a fact ("line 3: ...") and never a 
 messages never quote the offending line: it may hold a password. The mirrors probe turns these
 values into typed facts at once.
 
-The YAML parser is deliberately small: .condarc files are flat mappings of scalars, lists and one
-level of nested mappings, and envdoctor should not pull a YAML library into every install for that.
+YAML is read by ruamel.yaml, the library conda itself uses, imported only when a .condarc exists.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 
 class ConfigSyntaxError(Exception):
@@ -112,241 +111,127 @@ def parse_toml(text: str) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------
-# A YAML subset (.condarc)
-
-YamlValue = Union[str, None, "list[Any]", "dict[str, Any]"]
-_NULLS = {"", "~", "null", "Null", "NULL"}
+# YAML (.condarc)
+#
+# conda reads .condarc with ruamel.yaml's round-trip loader (conda/common/serialize.py,
+# yaml_round_trip_load), so envdoctor reads it with the same library and mode: YAML 1.2 scalars,
+# anchors, aliases and merge keys, a leading BOM skipped, duplicate keys rejected as conda rejects
+# them. The import happens here, on the first .condarc found, never at start-up.
 
 
 @dataclass(frozen=True)
 class YamlDoc:
-    values: dict[str, Any]  # the top-level mapping: str | None | list | dict values
-    lines: dict[str, int]  # top-level key -> the line it is on
+    values: dict[str, Any]  # the top-level mapping; nested values as the parser built them
+    lines: dict[str, int]  # top-level key -> the line it is on (absent for keys merged in with <<)
 
 
-@dataclass(frozen=True)
-class _Line:
-    number: int
-    indent: int
-    text: str  # comment and trailing blanks removed
+# The parser's problem texts, in words a user can act on. The library's own text is kept only as
+# a fallback, with quoted values cut out: its duplicate-key message quotes both values, and a
+# value may hold a token.
+_PROBLEMS = (
+    ("found character '\\t'", "a tab indents or separates here; YAML allows only spaces"),
+    ("mapping values are not allowed", "a `key: value` where none is allowed (check the indentation)"),
+    ("expected <block end>", "unexpected indentation, or a list item where a `key: value` entry belongs"),
+    ("could not find expected ':'", "expected a `key: value` line"),
+    ("found undefined alias", "an alias (*name) that no anchor (&name) defines"),
+    ("found unexpected end of stream", "a quoted string is not closed before the end of the file"),
+    ("expected ',' or ']'", "a [flow list] is not closed with ]"),
+    ("expected ',' or '}'", "a {flow mapping} is not closed with }"),
+    ("but found another document", "a second YAML document (---); conda reads only one"),
+    ("found unknown escape character", "an unknown \\ escape in a double-quoted string"),
+)
+_DUPLICATE = re.compile(r'found duplicate key "([\w.-]{1,60})"')
+_QUOTED = re.compile(r"""(['"])(?!<)[^'"]{2,}\1""")
 
 
-def _strip_comment(raw: str, number: int) -> str:
-    """The line without a `#` comment; quotes protect a `#`, as in YAML."""
-    quote = None
-    for i, char in enumerate(raw):
-        if quote:
-            if char == quote:
-                quote = None
-        elif char in "'\"" and (i == 0 or raw[i - 1] in " \t:-[{,"):
-            quote = char
-        elif char == "#" and (i == 0 or raw[i - 1] in " \t"):
-            return raw[:i].rstrip()
-    return raw.rstrip()
+def _problem_words(problem: str | None) -> str:
+    text = problem or "not valid YAML"
+    duplicate = _DUPLICATE.search(text)
+    if duplicate:
+        return f"duplicate key {duplicate.group(1)!r}"
+    if text.startswith("found duplicate key"):
+        return "a key appears twice"
+    for needle, words in _PROBLEMS:
+        if needle in text:
+            return words
+    return _QUOTED.sub("'…'", text.strip().splitlines()[0])
 
 
-def _lines(text: str) -> list[_Line]:
-    found = []
+def _first_content_line(text: str) -> int:
     for number, raw in enumerate(text.splitlines(), start=1):
-        body = raw.lstrip(" ")
-        if body.startswith("\t"):
-            raise ConfigSyntaxError("a tab indents this line; YAML allows only spaces", number)
-        content = _strip_comment(body, number)
-        if not content or content in ("---", "..."):
-            continue
-        found.append(_Line(number, len(raw) - len(body), content))
-    return found
+        body = raw.strip().lstrip("\ufeff")
+        if body and not body.startswith("#") and body != "---":
+            return number
+    return 1
 
 
-def _unquote(text: str, number: int) -> str | None:
-    text = text.strip()
-    if text[:1] in ("'", '"'):
-        quote = text[0]
-        if len(text) < 2 or text[-1] != quote:
-            raise ConfigSyntaxError(f"unterminated {quote}-quoted string", number)
-        inner = text[1:-1]
-        if quote == "'":
-            return inner.replace("''", "'")
-        return inner.replace('\\"', '"').replace("\\\\", "\\")
-    if text[:1] in ("&", "*", "!") and " " in text:
-        text = text.split(" ", 1)[1].strip()  # an anchor or tag before a plain value
-    return None if text in _NULLS else text
+# conda files nest two levels deep. The pure-Python scanner slows down quadratically with flow
+# nesting ([[[[...), so a deeper file is a finding before the parser sees it, not a stalled probe.
+_MAX_FLOW_DEPTH = 64
 
 
-def _split_key(text: str, number: int) -> tuple[str, str] | None:
-    """("key", "rest") for `key: rest` or `key:`; None when the line is not a mapping entry."""
-    if text[:1] in ("'", '"'):
-        end = text.find(text[0], 1)
-        if end < 0:
-            raise ConfigSyntaxError(f"unterminated {text[0]}-quoted key", number)
-        rest = text[end + 1 :].lstrip()
-        if not rest.startswith(":"):
-            return None
-        return text[1:end], rest[1:].strip()
-    for i, char in enumerate(text):
-        if char == ":" and (i + 1 == len(text) or text[i + 1] in " \t"):
-            return text[:i].strip(), text[i + 1 :].strip()
-        if char in "[{" and i == 0:
-            return None
-    return None
-
-
-def _split_flow(body: str, number: int) -> list[str]:
-    items, depth, quote, current = [], 0, None, ""
-    for char in body:
-        if quote:
-            current += char
-            if char == quote:
-                quote = None
-            continue
-        if char in "'\"":
-            quote = char
-        elif char in "[{":
-            depth += 1
-        elif char in "]}":
-            depth -= 1
-        elif char == "," and depth == 0:
-            items.append(current.strip())
-            current = ""
-            continue
-        current += char
-    if quote:
-        raise ConfigSyntaxError(f"unterminated {quote}-quoted string", number)
-    if current.strip():
-        items.append(current.strip())
-    return items
-
-
-def _flow(text: str, number: int) -> YamlValue:
-    text = text.strip()
-    if text.startswith("["):
-        if not text.endswith("]"):
-            raise ConfigSyntaxError("a [flow list] is not closed with ]", number)
-        return [_flow(item, number) for item in _split_flow(text[1:-1], number)]
-    if text.startswith("{"):
-        if not text.endswith("}"):
-            raise ConfigSyntaxError("a {flow mapping} is not closed with }", number)
-        mapping: dict[str, Any] = {}
-        for item in _split_flow(text[1:-1], number):
-            pair = _split_key(item, number)
-            if pair is None:
-                raise ConfigSyntaxError("an entry of a {flow mapping} is not `key: value`", number)
-            mapping[pair[0]] = _flow(pair[1], number) if pair[1] else None
-        return mapping
-    return _unquote(text, number)
-
-
-def _balanced(text: str) -> bool:
-    depth, quote = 0, None
+def _flow_depth(text: str) -> int:
+    """The deepest nesting of [ and { (quotes not considered: only an upper bound matters)."""
+    depth = deepest = 0
     for char in text:
-        if quote:
-            if char == quote:
-                quote = None
-        elif char in "'\"":
-            quote = char
-        elif char in "[{":
+        if char in "[{":
             depth += 1
-        elif char in "]}":
+            deepest = max(deepest, depth)
+        elif char in "]}" and depth:
             depth -= 1
-    return depth <= 0
+    return deepest
 
 
-class _YamlParser:
-    def __init__(self, text: str) -> None:
-        self.lines = _lines(text)
-        self.pos = 0
+def _load(text: str) -> Any:
+    """The document as ruamel.yaml's round-trip loader builds it; ConfigSyntaxError otherwise."""
+    import warnings
 
-    def _inline(self, rest: str, line: _Line, parent_indent: int) -> YamlValue:
-        """The value after `key:` or `- ` on `line`, reading on for nested blocks and flows."""
-        if rest.startswith(("[", "{")):
-            while not _balanced(rest):
-                if self.pos >= len(self.lines):
-                    raise ConfigSyntaxError("a [flow] value is not closed before the end", line.number)
-                rest += " " + self.lines[self.pos].text.strip()
-                self.pos += 1
-            return _flow(rest, line.number)
-        if rest in ("|", ">", "|-", ">-", "|+", ">+"):
-            parts = []
-            while self.pos < len(self.lines) and self.lines[self.pos].indent > parent_indent:
-                parts.append(self.lines[self.pos].text.strip())
-                self.pos += 1
-            return ("\n" if rest.startswith("|") else " ").join(parts)
-        if rest and not rest.startswith(("&", "!")):
-            return _unquote(rest, line.number)
-        if rest:  # an anchor or tag alone: the value follows as a block
-            rest = ""
-        if self.pos < len(self.lines):
-            following = self.lines[self.pos]
-            nested = following.indent > parent_indent or (
-                following.indent == parent_indent and following.text.startswith("-")
-            )
-            if nested:
-                return self.block(following.indent)
-        return None
+    if _flow_depth(text) > _MAX_FLOW_DEPTH:
+        raise ConfigSyntaxError(f"lists or mappings nested more than {_MAX_FLOW_DEPTH} deep", None)
 
-    def block(self, indent: int) -> YamlValue:
-        first = self.lines[self.pos]
-        if first.text == "-" or first.text.startswith("- "):
-            return self._sequence(indent)
-        return self._mapping(indent)[0]
+    from ruamel.yaml import YAML  # here, not at the top: only a .condarc that exists needs it
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-    def _sequence(self, indent: int) -> list[Any]:
-        items: list[Any] = []
-        while self.pos < len(self.lines):
-            line = self.lines[self.pos]
-            if line.indent < indent:
-                break
-            if line.indent > indent:
-                raise ConfigSyntaxError("unexpected indentation inside a list", line.number)
-            if not (line.text == "-" or line.text.startswith("- ")):
-                break
-            self.pos += 1
-            rest = line.text[1:].strip()
-            pair = _split_key(rest, line.number) if rest and rest[0] not in "[{'\"" else None
-            if pair is not None:
-                # `- key: value`: a mapping item; its further keys sit under the key's column.
-                column = indent + (len(line.text) - len(rest))
-                self.pos -= 1
-                self.lines[self.pos] = _Line(line.number, column, rest)
-                items.append(self._mapping(column)[0])
-            else:
-                items.append(self._inline(rest, line, indent))
-        return items
-
-    def _mapping(self, indent: int) -> tuple[dict[str, Any], dict[str, int]]:
-        mapping: dict[str, Any] = {}
-        lines: dict[str, int] = {}
-        while self.pos < len(self.lines):
-            line = self.lines[self.pos]
-            if line.indent < indent:
-                break
-            if line.indent > indent:
-                raise ConfigSyntaxError("unexpected indentation", line.number)
-            if line.text.startswith("- ") or line.text == "-":
-                raise ConfigSyntaxError("a list item where a `key: value` entry was expected", line.number)
-            pair = _split_key(line.text, line.number)
-            if pair is None:
-                raise ConfigSyntaxError("expected a `key: value` line", line.number)
-            key, rest = pair
-            if key in mapping:
-                raise ConfigSyntaxError(f"duplicate key {key!r}", line.number)
-            self.pos += 1
-            mapping[key] = self._inline(rest, line, indent)
-            lines[key] = line.number
-        return mapping, lines
-
-    def document(self) -> YamlDoc:
-        if not self.lines:
-            return YamlDoc({}, {})
-        first = self.lines[0]
-        if first.text.startswith("- ") or first.text == "-" or first.text.startswith("["):
-            raise ConfigSyntaxError("the file is a list; expected `key: value` settings", first.number)
-        values, lines = self._mapping(first.indent)
-        if self.pos < len(self.lines):
-            raise ConfigSyntaxError("unexpected indentation", self.lines[self.pos].number)
-        return YamlDoc(values, lines)
+    try:
+        with warnings.catch_warnings():
+            # A reused anchor only warns (conda accepts it); the warning must not reach the console.
+            warnings.simplefilter("ignore")
+            return YAML(typ="rt").load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        at_end = any(words in str(exc.problem) for words in ("<stream end>", "end of stream"))
+        if at_end and exc.context_mark is not None:
+            # A list or string left open is found at the end of the file; where it opened is
+            # the line to correct.
+            mark = exc.context_mark
+        raise ConfigSyntaxError(_problem_words(exc.problem), mark.line + 1 if mark else None) from None
+    except YAMLError as exc:  # ReaderError: a character YAML does not allow at all
+        position = getattr(exc, "position", None)
+        line = text[:position].count("\n") + 1 if isinstance(position, int) else None
+        character = getattr(exc, "character", None)
+        code = f" (U+{character:04X})" if isinstance(character, int) else ""
+        raise ConfigSyntaxError(f"a control character YAML does not allow{code}", line) from None
+    except RecursionError:  # block nesting by indentation, which the depth check does not count
+        raise ConfigSyntaxError(f"lists or mappings nested more than {_MAX_FLOW_DEPTH} deep", None) from None
 
 
 def parse_yaml(text: str) -> YamlDoc:
-    """The top-level mapping of a .condarc-style YAML file; ConfigSyntaxError on what conda rejects."""
-    return _YamlParser(text).document()
+    """The top-level mapping of a .condarc; ConfigSyntaxError (with its line) on what conda rejects."""
+    data = _load(text)
+    if data is None:  # empty, or comments only
+        return YamlDoc({}, {})
+    if not isinstance(data, dict):
+        kind = "a list" if isinstance(data, list) else "a single value"
+        message = f"the file is {kind}; expected `key: value` settings"
+        raise ConfigSyntaxError(message, _first_content_line(text))
+    positions = getattr(getattr(data, "lc", None), "data", {})
+    values: dict[str, Any] = {}
+    lines: dict[str, int] = {}
+    for key, value in data.items():
+        if not isinstance(key, str):
+            continue  # `? [a, b] : c` and `1: x` name no setting conda knows
+        values[key] = value
+        position = positions.get(key)
+        if position:
+            lines[key] = int(position[0]) + 1
+    return YamlDoc(values, lines)

@@ -5,8 +5,10 @@ file each tool would read, in the tool's own order, whether it loaded, and each 
 file or variable it came from. Which index a URL is, and whether that is a problem, the rules
 decide with the knowledge base.
 
-Load orders follow shared/docs/facts/mirror_facts.md: pip section 1 (configuration.py, appdirs.py),
-conda section 2.1 (SEARCH_PATH) and uv section 3.1 (configuration files).
+Load orders follow each tool's own code and docs: pip's
+pypa/pip@6d309205789d368b2749d93fd6193d584811efd5:src/pip/_internal/configuration.py (and
+utils/appdirs.py), conda's conda/conda@0f64223fb8da4328457a69fe6483959dbb783152:conda/base/constants.py
+(SEARCH_PATH) and uv's https://docs.astral.sh/uv/concepts/configuration-files/.
 """
 
 from __future__ import annotations
@@ -19,18 +21,31 @@ from dataclasses import dataclass
 from typing import Any
 
 from envdoctor.host.base import Host
+from envdoctor.model import TextEnum
 from envdoctor.probes.base import ProbeContext, ProbeSpec
 from envdoctor.probes.config_files import ConfigSyntaxError, parse_ini, parse_toml, parse_yaml
 from envdoctor.redact import MASK, is_secret_name
 from envdoctor.target import PythonInfo
 
-# ConfigFile.status values
-LOADED = "loaded"
-MISSING = "missing"
-UNREADABLE = "unreadable"
-DIRECTORY = "directory"  # a folder where the tool expects a file
-MALFORMED = "malformed"
-SKIPPED = "skipped"  # present, but the tool does not read it in this set-up
+
+class ConfigStatus(TextEnum):
+    """What became of one configuration file."""
+
+    LOADED = "loaded"
+    MISSING = "missing"
+    UNREADABLE = "unreadable"
+    DIRECTORY = "directory"  # a folder where the tool expects a file
+    MALFORMED = "malformed"
+    SKIPPED = "skipped"  # present, but the tool does not read it in this set-up
+
+
+# The short names the probe, its rules and tests compare with.
+LOADED = ConfigStatus.LOADED
+MISSING = ConfigStatus.MISSING
+UNREADABLE = ConfigStatus.UNREADABLE
+DIRECTORY = ConfigStatus.DIRECTORY
+MALFORMED = ConfigStatus.MALFORMED
+SKIPPED = ConfigStatus.SKIPPED
 
 
 @dataclass(frozen=True)
@@ -40,7 +55,7 @@ class ConfigFile:
     tool: str  # pip, conda, uv
     level: str  # pip: global|user|site|env; conda: search-path|condarc; uv: project|user|system|config-file
     path: str
-    status: str
+    status: ConfigStatus
     error: str | None = None
     line: int | None = None
     named_by: str | None = None  # the variable that names this file: PIP_CONFIG_FILE, CONDARC, ...
@@ -172,14 +187,19 @@ def _paths(os_name: str) -> Any:
     return ntpath if os_name == "windows" else posixpath
 
 
-def _read(host: Host, path: str) -> tuple[str | None, str, str | None]:
-    """(text, status, error) for one file; never raises."""
+# No configuration file a person writes comes near this; a larger one (or a device named as a
+# file) is reported as unreadable instead of being read into memory and parsed.
+CONFIG_MAX_BYTES = 1 << 20
+
+
+def _read(host: Host, path: str) -> tuple[str | None, ConfigStatus, str | None]:
+    """(text, status, error) for one file; never raises, never blocks on a FIFO."""
     if not host.exists(path):
         return None, MISSING, None
     if host.is_dir(path):
         return None, DIRECTORY, "is a folder, not a file"
     try:
-        return host.read_text(path), LOADED, None
+        return host.read_text(path, max_bytes=CONFIG_MAX_BYTES), LOADED, None
     except OSError as exc:
         return None, UNREADABLE, exc.strerror or type(exc).__name__
     except UnicodeError as exc:

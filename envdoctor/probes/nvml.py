@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from envdoctor.host.base import Host
+from envdoctor.host.ending import ChildEnding, EndingKind
 from envdoctor.knowledge import archs
+from envdoctor.model import TextEnum
 from envdoctor.probes.base import NotApplicable, ProbeContext, ProbeSpec
 
 NVIDIA_PCI_VENDOR = "0x10de"
@@ -20,8 +22,21 @@ PCI_DEVICES = "/sys/bus/pci/devices"
 _CHILD_TIMEOUT = 15.0
 _SMI_TIMEOUT = 10.0
 
-# status values: ok, library_not_found, driver_not_loaded, version_mismatch, no_permission,
-# error, pynvml_missing (and no nvidia-smi either), failed (the NVML child crashed or hung)
+
+class NvmlStatus(TextEnum):
+    OK = "ok"
+    LIBRARY_NOT_FOUND = "library_not_found"  # no driver installed (or not passed into a container)
+    DRIVER_NOT_LOADED = "driver_not_loaded"
+    VERSION_MISMATCH = "version_mismatch"  # libraries and kernel module differ: a reboot is pending
+    NO_PERMISSION = "no_permission"
+    ERROR = "error"  # any other NVML error
+    PYNVML_MISSING = "pynvml_missing"  # pynvml cannot load, and there is no nvidia-smi either
+    FAILED = "failed"  # the NVML child crashed or hung, and there is no nvidia-smi
+
+
+class NvmlSource(TextEnum):
+    NVML = "nvml"
+    NVIDIA_SMI = "nvidia-smi"
 
 
 @dataclass(frozen=True)
@@ -39,8 +54,8 @@ class Gpu:
 
 @dataclass(frozen=True)
 class NvmlFacts:
-    status: str
-    source: str | None = None  # "nvml" or "nvidia-smi"
+    status: NvmlStatus
+    source: NvmlSource | None = None
     error: str | None = None
     driver_version: str | None = None  # "550.144.03"
     cuda_driver_version: int | None = None  # 12040: the newest CUDA the driver runs natively
@@ -56,7 +71,7 @@ class NvmlFacts:
 
     @property
     def working(self) -> bool:
-        return self.status == "ok"
+        return self.status == NvmlStatus.OK
 
 
 def _pci_nvidia_devices(host: Host) -> tuple[str, ...]:
@@ -91,10 +106,10 @@ def _from_record(record: Mapping[str, Any], pci: tuple[str, ...]) -> NvmlFacts:
                 memory_total_bytes=raw.get("memory_total_bytes"),
             )
         )
-    status = str(record.get("status", "error"))
+    status = NvmlStatus.parse(record.get("status"), NvmlStatus.ERROR)
     return NvmlFacts(
         status=status,
-        source="nvml" if status != "pynvml_missing" else None,
+        source=NvmlSource.NVML if status != NvmlStatus.PYNVML_MISSING else None,
         error=record.get("error"),
         driver_version=record.get("driver_version"),
         cuda_driver_version=record.get("cuda_driver_version"),
@@ -154,15 +169,19 @@ def _from_smi(host: Host, path: str, why: str, pci: tuple[str, ...]) -> NvmlFact
     query = host.run([path, f"--query-gpu={_SMI_FIELDS}", "--format=csv,noheader,nounits"], _SMI_TIMEOUT)
     if not query.ok:
         detail = query.stderr.strip() or query.stdout.strip() or query.start_error or "failed"
-        status = "driver_not_loaded" if "couldn't communicate" in detail.lower() else "error"
+        status = NvmlStatus.ERROR
+        if "couldn't communicate" in detail.lower():
+            status = NvmlStatus.DRIVER_NOT_LOADED
         if "mismatch" in detail.lower():
-            status = "version_mismatch"
-        return NvmlFacts(status=status, source="nvidia-smi", error=detail[:500], pci_nvidia_devices=pci)
+            status = NvmlStatus.VERSION_MISMATCH
+        return NvmlFacts(
+            status=status, source=NvmlSource.NVIDIA_SMI, error=detail[:500], pci_nvidia_devices=pci
+        )
     gpus, driver = parse_smi_csv(query.stdout)
     header = host.run([path], _SMI_TIMEOUT)
     return NvmlFacts(
-        status="ok",
-        source="nvidia-smi",
+        status=NvmlStatus.OK,
+        source=NvmlSource.NVIDIA_SMI,
         error=why,
         driver_version=driver,
         cuda_driver_version=parse_smi_cuda_version(header.stdout) if header.ok else None,
@@ -180,38 +199,39 @@ def collect(ctx: ProbeContext) -> NvmlFacts:
     records = [r for r in outcome.records if r.get("record") == "nvml"]
     if records:
         facts = _from_record(records[-1], pci)
-        if facts.status != "pynvml_missing":
+        if facts.status != NvmlStatus.PYNVML_MISSING:
             return facts
         why = f"pynvml could not load ({facts.error})"
-    elif outcome.timed_out:
-        why = f"the NVML query hung for {_CHILD_TIMEOUT:.0f} s"
-    elif outcome.signal:
-        why = f"the NVML query crashed (signal {outcome.signal})"
     else:
-        why = f"the NVML query failed ({outcome.start_error or outcome.stderr_tail[-300:]})"
+        ending = ChildEnding.of_outcome(outcome, limit=_CHILD_TIMEOUT)
+        said = ending.last_output(width=300) if ending.kind is EndingKind.EXITED else ""
+        why = f"the NVML query {ending.describe()}" + (f": {said}" if said else "")
     smi = _nvidia_smi(host)
     if smi:
         return _from_smi(host, smi, why, pci)
-    status = "pynvml_missing" if records else "failed"
+    status = NvmlStatus.PYNVML_MISSING if records else NvmlStatus.FAILED
     return NvmlFacts(status=status, error=why, pci_nvidia_devices=pci)
+
+
+_MEANING = {
+    NvmlStatus.LIBRARY_NOT_FOUND: "no NVIDIA driver (NVML library not found)",
+    NvmlStatus.DRIVER_NOT_LOADED: "NVIDIA driver installed but not loaded",
+    NvmlStatus.VERSION_MISMATCH: "driver/library version mismatch (reboot pending?)",
+    NvmlStatus.NO_PERMISSION: "no permission to query the NVIDIA driver",
+    NvmlStatus.PYNVML_MISSING: "cannot query (pynvml not importable, no nvidia-smi)",
+}
 
 
 def describe(facts: NvmlFacts) -> str:
     if facts.working:
         names = ", ".join(f"{g.name or 'GPU'} ({g.sm or '?'})" for g in facts.gpus) or "no GPUs"
         cuda = f", CUDA {facts.driver_cuda}" if facts.driver_cuda else ""
-        via = " via nvidia-smi" if facts.source == "nvidia-smi" else ""
+        via = " via nvidia-smi" if facts.source == NvmlSource.NVIDIA_SMI else ""
         return f"driver {facts.driver_version}{cuda}{via}; {names}"
     pci = (
         f"; {len(facts.pci_nvidia_devices)} NVIDIA GPU(s) on the PCI bus" if facts.pci_nvidia_devices else ""
     )
-    meaning = {
-        "library_not_found": "no NVIDIA driver (NVML library not found)",
-        "driver_not_loaded": "NVIDIA driver installed but not loaded",
-        "version_mismatch": "driver/library version mismatch (reboot pending?)",
-        "no_permission": "no permission to query the NVIDIA driver",
-        "pynvml_missing": "cannot query (pynvml not importable, no nvidia-smi)",
-    }.get(facts.status, f"NVML query failed: {facts.error}")
+    meaning = _MEANING.get(facts.status, f"NVML query failed: {facts.error}")
     return meaning + pci
 
 

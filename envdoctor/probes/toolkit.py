@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from envdoctor.host.base import Host
+from envdoctor.host.ending import ChildEnding, EndingKind
 from envdoctor.knowledge import cuda_libraries
 from envdoctor.probes.base import NotApplicable, ProbeContext, ProbeSpec
 
@@ -198,10 +199,9 @@ def _run_nvcc(host: Host, nvcc: str) -> tuple[str | None, str | None, str | None
     """(release, build, error) from `nvcc --version`."""
     result = host.run([nvcc, "--version"], _NVCC_TIMEOUT)
     if not result.ok:
-        if result.timed_out:
-            return None, None, f"nvcc --version did not answer within {_NVCC_TIMEOUT:.0f} s"
-        why = result.start_error or (result.stderr.strip() or result.stdout.strip())[-300:]
-        return None, None, f"nvcc --version failed: {why or f'exit code {result.returncode}'}"
+        ending = ChildEnding.of_result(result, limit=_NVCC_TIMEOUT)
+        said = ending.last_output(width=300) if ending.kind is not EndingKind.TIMEOUT else ""
+        return None, None, f"nvcc --version {ending.describe()}" + (f": {said}" if said else "")
     match = _RELEASE.search(result.stdout)
     if not match:
         return None, None, "nvcc --version printed no release number"

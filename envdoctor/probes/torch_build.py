@@ -7,12 +7,14 @@ raises, exits, segfaults or hangs comes back as facts. The same child then runs 
 
 from __future__ import annotations
 
+import enum
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from envdoctor.host.base import ChildOutcome
+from envdoctor.host.ending import ChildEnding
 from envdoctor.probes import torch_smoke as smoke_facts
 from envdoctor.probes.base import CheckOptions, ProbeContext, ProbeSpec
 from envdoctor.probes.torch_smoke import SmokeFacts
@@ -48,6 +50,70 @@ class Package:
     version: str
 
 
+class LoadStatus(str, enum.Enum):
+    """How a companion's load check in the torch child ended."""
+
+    OK = "ok"  # imported, and its compiled operator ran and answered right
+    FAILED = "failed"  # the import or the operator raised
+    WRONG = "wrong"  # the operator ran and answered wrong
+    CRASHED = "crashed"  # the child died during the check
+    TIMEOUT = "timeout"  # the check did not finish in time (watchdog or the parent's timeout)
+    SKIPPED = "skipped"  # no time left in the child's budget
+
+
+@dataclass(frozen=True)
+class CompanionLoad:
+    """torchvision or torchaudio imported beside torch: did its compiled extension load and run?"""
+
+    name: str
+    status: LoadStatus
+    version: str | None = None  # the distribution's version (metadata): "0.28.0"
+    module_version: str | None = None  # its own __version__, which keeps the variant: "0.28.0+cu130"
+    cuda: str | None = None  # the CUDA version it was compiled with, when it says
+    location: str | None = None
+    step: str | None = None  # where it failed: import, nms, extension
+    error: PythonError | None = None
+    cause: str | None = None  # the dynamic loader's reason, from loading its library directly
+    note: str | None = None
+    seconds: float | None = None
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def problem(self) -> bool:
+        return self.status not in (LoadStatus.OK, LoadStatus.SKIPPED)
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """An installed distribution that requires torch, a companion or triton, or is one of them."""
+
+    name: str
+    version: str
+    requires: tuple[str, ...] = ()  # its Requires-Dist entries that name one of those, unparsed
+    installer: str | None = None  # the INSTALLER file: pip, uv, conda
+    source: str | None = None  # PEP 610 direct_url.json: the file or URL of a direct install
+
+
+@dataclass(frozen=True)
+class ExtensionFacts:
+    """What sits around torch: companions loaded for real, and packages pinned to a torch."""
+
+    loads: tuple[CompanionLoad, ...] = ()
+    distributions: tuple[Distribution, ...] | None = None  # None: not read (Python < 3.8)
+
+    def load(self, name: str) -> CompanionLoad | None:
+        return next((c for c in self.loads if c.name == name), None)
+
+    def distribution(self, name: str) -> Distribution | None:
+        key = normalize_name(name)
+        return next((d for d in self.distributions or () if normalize_name(d.name) == key), None)
+
+
+def normalize_name(name: str) -> str:
+    """PEP 503: "Torch_Vision" and "torch-vision" are the same distribution."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
 @dataclass(frozen=True)
 class ChildEnd:
     """How the child ended when it did not finish its report."""
@@ -58,6 +124,16 @@ class ChildEnd:
     start_error: str | None = None
     last_stage: str | None = None
     stderr_tail: str = ""
+
+    @property
+    def ending(self) -> ChildEnding:
+        return ChildEnding.of(
+            exit_code=self.exit_code,
+            signal=self.exit_signal,
+            timed_out=self.timed_out,
+            start_error=self.start_error,
+            stderr_tail=self.stderr_tail,
+        )
 
 
 @dataclass(frozen=True)
@@ -83,6 +159,7 @@ class TorchFacts:
     cuda_visible_devices: str | None = None  # as the target interpreter sees it; None when unset
     crash: ChildEnd | None = None
     smoke: SmokeFacts | None = None  # None: not run (older snapshots, no torch, import failed)
+    extensions: ExtensionFacts | None = None  # None: not examined (snapshots from before it was)
 
     @property
     def imported(self) -> bool:
@@ -122,6 +199,9 @@ class TorchFacts:
                 return package.version
         return None
 
+    def companion_load(self, name: str) -> CompanionLoad | None:
+        return self.extensions.load(name) if self.extensions is not None else None
+
 
 def _tuple2(value: Any) -> tuple[int, int] | None:
     if isinstance(value, (list, tuple)) and len(value) == 2:
@@ -137,6 +217,84 @@ def _python_error(raw: Any) -> PythonError | None:
         message=str(raw.get("message", "")),
         traceback=raw.get("traceback"),
     )
+
+
+def _text(value: Any) -> str | None:
+    return str(value) if value is not None and value != "" else None
+
+
+def _companion_load(raw: Mapping[str, Any]) -> CompanionLoad:
+    try:
+        status = LoadStatus(str(raw.get("status")))
+    except ValueError:
+        status = LoadStatus.FAILED
+    seconds = raw.get("seconds")
+    return CompanionLoad(
+        name=str(raw.get("name")),
+        status=status,
+        version=_text(raw.get("version")),
+        module_version=_text(raw.get("module_version")),
+        cuda=_text(raw.get("cuda")),
+        location=_text(raw.get("location")),
+        step=_text(raw.get("step")),
+        error=_python_error(raw.get("error")),
+        cause=_text(raw.get("cause")),
+        note=_text(raw.get("note")),
+        seconds=float(seconds) if isinstance(seconds, (int, float)) else None,
+        warnings=tuple(str(w) for w in raw.get("warnings") or ()),
+    )
+
+
+def _stopped_load(pending: Mapping[str, Any], outcome: ChildOutcome) -> CompanionLoad:
+    """A check whose closing record never came: the process hung or died inside it."""
+    name = str(pending.get("name"))
+    timeout = pending.get("timeout")
+    if outcome.timed_out or smoke_facts.WATCHDOG_MARK in outcome.stderr_tail:
+        within = f" within {float(timeout):.0f} s" if isinstance(timeout, (int, float)) else ""
+        error = PythonError("Timeout", f"import {name} did not finish{within}; the process was stopped")
+        return CompanionLoad(name=name, status=LoadStatus.TIMEOUT, step="import", error=error)
+    if outcome.signal:
+        message = f"the process died of signal {outcome.signal} while loading {name}"
+    else:
+        message = f"the process exited with code {outcome.returncode} while loading {name}"
+    tail = outcome.stderr_tail.strip()
+    if tail:
+        message += ": " + tail.splitlines()[-1][:500]
+    error = PythonError("Crash", message)
+    return CompanionLoad(name=name, status=LoadStatus.CRASHED, step="import", error=error)
+
+
+def _distribution(raw: Any) -> Distribution | None:
+    if not isinstance(raw, Mapping) or not raw.get("name") or not raw.get("version"):
+        return None
+    return Distribution(
+        name=str(raw["name"]),
+        version=str(raw["version"]),
+        requires=tuple(str(r) for r in raw.get("requires") or ()),
+        installer=_text(raw.get("installer")),
+        source=_text(raw.get("source")),
+    )
+
+
+def extensions_from_records(records: Sequence[Mapping[str, Any]], outcome: ChildOutcome) -> ExtensionFacts:
+    """The companion load checks and the distributions list in the child's records."""
+    torch = [r for r in records if r.get("record") == "torch"]
+    raw_dists = torch[-1].get("distributions") if torch else None
+    distributions = None
+    if isinstance(raw_dists, list):
+        distributions = tuple(d for d in map(_distribution, raw_dists) if d is not None)
+    loads: list[CompanionLoad] = []
+    pending: Mapping[str, Any] | None = None
+    for raw in records:
+        kind = raw.get("record")
+        if kind == "companion_start":
+            pending = raw
+        elif kind == "companion":
+            pending = None
+            loads.append(_companion_load(raw))
+    if pending is not None:
+        loads.append(_stopped_load(pending, outcome))
+    return ExtensionFacts(loads=tuple(loads), distributions=distributions)
 
 
 def facts_from_outcome(outcome: ChildOutcome, smoke: bool = True) -> TorchFacts:
@@ -196,6 +354,7 @@ def facts_from_outcome(outcome: ChildOutcome, smoke: bool = True) -> TorchFacts:
         smoke=smoke_facts.smoke_from_records(outcome.records, outcome)
         if smoke
         else smoke_facts.skipped("--no-smoke"),
+        extensions=extensions_from_records(outcome.records, outcome),
     )
 
 
@@ -223,17 +382,7 @@ def collect(ctx: ProbeContext) -> TorchFacts:
 
 def describe(facts: TorchFacts) -> str:
     if facts.crash is not None:
-        end = facts.crash
-        if end.timed_out:
-            how = "hung"
-        elif end.exit_signal:
-            how = f"crashed (signal {end.exit_signal})"
-        elif end.start_error:
-            how = f"could not start ({end.start_error})"
-        else:
-            how = f"exited with code {end.exit_code}"
-        where = f" during {end.last_stage}" if end.last_stage else ""
-        return f"the torch check {how}{where}"
+        return f"the torch check {facts.crash.ending.describe(facts.crash.last_stage)}"
     if not facts.installed:
         return "torch is not installed"
     if facts.import_error is not None:
@@ -258,8 +407,22 @@ def describe(facts: TorchFacts) -> str:
     return f"{text}; {said}" if said else text
 
 
+def _load_line(load: CompanionLoad) -> str:
+    version = f" {load.version}" if load.version else ""
+    took = f" ({load.seconds * 1000:.0f} ms)" if load.seconds is not None else ""
+    if load.status is LoadStatus.OK:
+        said = "nms runs" if load.name == "torchvision" else "extension loaded"
+        return f"{load.name}{version}: loads beside torch, {said}{took}"
+    if load.status is LoadStatus.SKIPPED:
+        return f"{load.name}{version}: not checked ({load.note or 'skipped'})"
+    error = f": {load.error.type}" if load.error is not None else ""
+    where = f" at {load.step}" if load.step else ""
+    return f"{load.name}{version}: {load.status.value}{where}{error}"
+
+
 def details(facts: TorchFacts) -> tuple[str, ...]:
-    return smoke_facts.describe_lines(facts.smoke)
+    loads = tuple(_load_line(load) for load in facts.extensions.loads) if facts.extensions else ()
+    return loads + smoke_facts.describe_lines(facts.smoke)
 
 
 PROBE = ProbeSpec(

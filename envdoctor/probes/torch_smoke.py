@@ -12,9 +12,27 @@ from dataclasses import dataclass
 from typing import Any
 
 from envdoctor.host.base import ChildOutcome
+from envdoctor.host.ending import ChildEnding
+from envdoctor.model import TextEnum
 
-# Step status values: ok, wrong (ran, numbers off), failed (raised), skipped, timeout, crashed.
-PROBLEM_STATUSES = ("wrong", "failed", "timeout", "crashed")
+
+class StepStatus(TextEnum):
+    OK = "ok"
+    WRONG = "wrong"  # ran, but the numbers are off
+    FAILED = "failed"  # raised
+    SKIPPED = "skipped"
+    TIMEOUT = "timeout"  # the child's watchdog or the parent's timeout stopped it
+    CRASHED = "crashed"  # the process died during the step
+
+
+class DeviceKind(TextEnum):
+    CPU = "cpu"
+    CUDA = "cuda"
+    ROCM = "rocm"
+    MPS = "mps"
+
+
+PROBLEM_STATUSES = (StepStatus.WRONG, StepStatus.FAILED, StepStatus.TIMEOUT, StepStatus.CRASHED)
 WATCHDOG_MARK = "Timeout ("  # faulthandler's first line when the child's step watchdog fires
 
 STEP_LABELS = {
@@ -36,7 +54,7 @@ class SmokeError:
 @dataclass(frozen=True)
 class SmokeStep:
     step: str  # init, matmul_fp32, autograd, matmul_fp16, matmul_bf16, conv2d
-    status: str
+    status: StepStatus
     seconds: float | None = None  # wall time of the whole step, warm-up and check included
     time_per_iter: float | None = None  # after the warm-up
     reps: int | None = None
@@ -70,7 +88,7 @@ class SmokeStep:
 @dataclass(frozen=True)
 class SmokeDevice:
     device: str  # "cpu", "cuda:0", "mps"
-    kind: str  # cpu, cuda, rocm, mps
+    kind: DeviceKind
     name: str | None = None
     capability: tuple[int, int] | None = None
     threads: int | None = None  # the CPU steps run on one thread, to be immune to a loaded machine
@@ -86,7 +104,7 @@ class SmokeDevice:
 
     @property
     def gpu(self) -> bool:
-        return self.kind != "cpu"
+        return self.kind != DeviceKind.CPU
 
     @property
     def problems(self) -> tuple[SmokeStep, ...]:
@@ -110,7 +128,7 @@ class SmokeFacts:
     devices: tuple[SmokeDevice, ...] = ()
     seconds: float | None = None
     completed: bool = False  # the child reached the end of the smoke test
-    stopped: str | None = None  # why it did not: "timeout" or "crashed"
+    stopped: StepStatus | None = None  # why it did not: TIMEOUT or CRASHED
 
     @property
     def problems(self) -> tuple[tuple[SmokeDevice, SmokeStep], ...]:
@@ -149,7 +167,7 @@ def _step(raw: Mapping[str, Any]) -> SmokeStep:
     error = raw.get("error")
     return SmokeStep(
         step=str(raw.get("step")),
-        status=str(raw.get("status", "failed")),
+        status=StepStatus.parse(raw.get("status"), StepStatus.FAILED),
         seconds=_number(raw.get("seconds")),
         time_per_iter=_number(raw.get("time_per_iter")),
         reps=_integer(raw.get("reps")),
@@ -181,7 +199,7 @@ class _DeviceBuilder:
         init_raw = self.init_raw
         return SmokeDevice(
             device=str(self.start.get("device")),
-            kind=str(self.start.get("kind", "cpu")),
+            kind=DeviceKind.parse(self.start.get("kind"), DeviceKind.CPU),
             name=_text(self.start.get("name")),
             capability=_capability(self.start.get("capability")),
             threads=_integer(self.start.get("threads")),
@@ -198,28 +216,26 @@ class _DeviceBuilder:
         )
 
 
-def _stopped_step(pending: Mapping[str, Any], how: str, outcome: ChildOutcome) -> SmokeStep:
+def _stopped_step(pending: Mapping[str, Any], how: StepStatus, outcome: ChildOutcome) -> SmokeStep:
     timeout = _number(pending.get("timeout"))
-    if how == "timeout":
+    if how == StepStatus.TIMEOUT:
         limit = f" within {timeout:.0f} s" if timeout is not None else ""
         message = f"the step did not finish{limit}; the process was stopped"
         return SmokeStep(
             step=str(pending.get("step")),
-            status="timeout",
+            status=StepStatus.TIMEOUT,
             seconds=timeout,
             timeout=timeout,
             error=SmokeError("Timeout", message),
         )
-    if outcome.signal:
-        message = f"the process died of signal {outcome.signal} during this step"
-    else:
-        message = f"the process exited with code {outcome.returncode} during this step"
-    tail = outcome.stderr_tail.strip()
+    ending = ChildEnding.of_outcome(outcome)
+    message = f"the process {ending.describe()} during this step"
+    tail = ending.last_output(width=500)
     if tail:
-        message += ": " + tail.splitlines()[-1][:500]
+        message += ": " + tail
     return SmokeStep(
         step=str(pending.get("step")),
-        status="crashed",
+        status=StepStatus.CRASHED,
         timeout=timeout,
         error=SmokeError("Crash", message),
     )
@@ -254,7 +270,7 @@ def smoke_from_records(records: Sequence[Mapping[str, Any]], outcome: ChildOutco
     stopped = None
     if end is None:
         watchdog = WATCHDOG_MARK in outcome.stderr_tail
-        stopped = "timeout" if (outcome.timed_out or watchdog) else "crashed"
+        stopped = StepStatus.TIMEOUT if (outcome.timed_out or watchdog) else StepStatus.CRASHED
         for builder in devices.values():
             if builder.pending is not None:
                 builder.steps.append(_stopped_step(builder.pending, stopped, outcome))
@@ -323,10 +339,13 @@ def _device_heading(device: SmokeDevice) -> str:
     return " · ".join(parts)
 
 
+_PROBLEM_WORDS = {StepStatus.FAILED: "failed", StepStatus.TIMEOUT: "timed out", StepStatus.CRASHED: "crashed"}
+
+
 def _step_line(step: SmokeStep, size: int | None) -> str:
-    mark = "✓" if step.status == "ok" else "-" if step.status == "skipped" else "✗"
+    mark = "✓" if step.status == StepStatus.OK else "-" if step.status == StepStatus.SKIPPED else "✗"
     head = f"{mark} {step.label:<12}"
-    if step.status == "ok":
+    if step.status == StepStatus.OK:
         if step.step == "init":
             return f"{head} {_duration(step.seconds or 0.0)}".rstrip()
         cells = [f"{_duration(step.time_per_iter or 0.0)}/iter"]
@@ -337,15 +356,15 @@ def _step_line(step: SmokeStep, size: int | None) -> str:
         extras += ["TF32"] if step.precision == "tf32" else []
         extra = ", ".join(extras)
         return f"{head} {cells[0]:>12}  {cells[1]:>13}  {extra}".rstrip()
-    if step.status == "skipped":
+    if step.status == StepStatus.SKIPPED:
         return f"{head} skipped: {step.note or 'not run'}"
-    if step.status == "wrong":
+    if step.status == StepStatus.WRONG:
         if step.finite is False:
             return f"{head} wrong result: not finite (NaN/inf)"
         if step.max_error is not None and step.tolerance is not None:
             return f"{head} wrong result: error {step.max_error:.2g} > tolerance {step.tolerance:.2g}"
         return f"{head} wrong result: {step.note or 'did not match the reference'}"
-    words = {"failed": "failed", "timeout": "timed out", "crashed": "crashed"}[step.status]
+    words = _PROBLEM_WORDS[step.status]
     message = step.error.message.strip().splitlines()[0] if step.error and step.error.message else ""
     if len(message) > _MESSAGE_WIDTH:  # the finding quotes it in full
         message = message[: _MESSAGE_WIDTH - 3].rstrip() + "..."
@@ -372,7 +391,7 @@ def verdict(smoke: SmokeFacts | None) -> str | None:
         return None
     if not smoke.ran:
         return f"smoke test skipped ({smoke.skipped_reason})" if smoke.skipped_reason else None
-    hung = [d.device for d in smoke.devices if any(s.status == "timeout" for s in d.problems)]
+    hung = [d.device for d in smoke.devices if any(s.status == StepStatus.TIMEOUT for s in d.problems)]
     failed = [d.device for d in smoke.devices if d.problems and d.device not in hung]
     said = [f"failed on {', '.join(failed)}"] if failed else []
     said += [f"hung on {', '.join(hung)}"] if hung else []

@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from envdoctor.host.base import ChildOutcome, Host
+from envdoctor.host.ending import ChildEnding, EndingKind
 from envdoctor.knowledge import cuda_libraries
 from envdoctor.knowledge import windows as knowledge
+from envdoctor.model import TextEnum
 from envdoctor.probes.base import NotApplicable, ProbeContext, ProbeSpec
 
 _CHILD_TIMEOUT = 30.0
@@ -30,6 +32,26 @@ SYSTEM32 = "system32"
 DLL_DIRECTORY = "dll_directory"
 ENV = "env"
 PATH = "path"
+
+
+class DllStatus(TextEnum):
+    OK = "ok"
+    FAILED = "failed"  # a DLL did not load: the failures say which and why
+    NO_TORCH = "no_torch"  # no torch\\lib to load
+    NOT_WINDOWS = "not_windows"
+    ERROR = "error"  # the check itself raised
+    CRASHED = "crashed"  # the child died while loading (last_dll names the DLL)
+    TIMEOUT = "timeout"
+    NOT_RUN = "not_run"  # the interpreter could not be started
+
+
+# How the child ended when it gave no report -> the load status.
+_STATUS_BY_ENDING = {
+    EndingKind.TIMEOUT: DllStatus.TIMEOUT,
+    EndingKind.NOT_STARTED: DllStatus.NOT_RUN,
+    EndingKind.SIGNAL: DllStatus.CRASHED,
+    EndingKind.EXITED: DllStatus.CRASHED,
+}
 
 
 @dataclass(frozen=True)
@@ -59,7 +81,7 @@ class DllFailure:
 class DllLoadFacts:
     """What loading torch\\lib's DLLs in the target interpreter did."""
 
-    status: str  # ok, failed, no_torch, crashed, timeout, not_run, error
+    status: DllStatus
     torch_lib: str | None = None
     dll_directories: tuple[str, ...] = ()
     attempted: int = 0
@@ -131,13 +153,10 @@ def _dll_load(outcome: ChildOutcome) -> tuple[DllLoadFacts, Mapping[str, Any]]:
     reports = [r for r in outcome.records if r.get("record") == "dll"]
     stages = [str(r.get("dll")) for r in outcome.records if r.get("record") == "stage"]
     if not reports:
-        if outcome.timed_out:
-            status, error = "timeout", f"loading torch's DLLs did not finish within {_CHILD_TIMEOUT:.0f} s"
-        elif outcome.start_error:
-            status, error = "not_run", f"the interpreter could not be started ({outcome.start_error})"
-        else:
-            how = f"signal {outcome.signal}" if outcome.signal else f"exit code {outcome.returncode}"
-            status, error = "crashed", f"the DLL check died ({how}): {outcome.stderr_tail[-300:].strip()}"
+        ending = ChildEnding.of_outcome(outcome, limit=_CHILD_TIMEOUT)
+        status = _STATUS_BY_ENDING[ending.kind]
+        said = ending.last_output(width=300) if status == DllStatus.CRASHED else ""
+        error = f"the DLL check {ending.describe()}" + (f": {said}" if said else "")
         return DllLoadFacts(status=status, last_dll=stages[-1] if stages else None, error=error), {}
     raw = reports[-1]
     failures = tuple(
@@ -147,7 +166,7 @@ def _dll_load(outcome: ChildOutcome) -> tuple[DllLoadFacts, Mapping[str, Any]]:
     )
     app_path = raw.get("app_path")
     facts = DllLoadFacts(
-        status=str(raw.get("status", "error")),
+        status=DllStatus.parse(raw.get("status"), DllStatus.ERROR),
         torch_lib=raw.get("torch_lib") if isinstance(raw.get("torch_lib"), str) else None,
         dll_directories=_str_list(raw.get("dll_directories")),
         attempted=_int(raw.get("attempted")) or 0,
@@ -321,12 +340,12 @@ def describe(facts: WindowsFacts) -> str:
     if system_msvcp and system_msvcp[0].version and system_msvcp[0].version != redist:
         parts.append(f"System32 msvcp140.dll {system_msvcp[0].version}")
     load = facts.dll_load
-    if load.status == "ok":
+    if load.status == DllStatus.OK:
         parts.append(f"torch's {load.loaded} DLLs load")
-    elif load.status == "failed" and load.first_failure is not None:
+    elif load.status == DllStatus.FAILED and load.first_failure is not None:
         first = load.first_failure
         parts.append(f"{first.dll} fails to load (WinError {first.winerror})")
-    elif load.status == "no_torch":
+    elif load.status == DllStatus.NO_TORCH:
         parts.append("no torch\\lib to load")
     else:
         parts.append(f"DLL check {load.status}")

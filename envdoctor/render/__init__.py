@@ -1,1 +1,1 @@
-"""Renderers: the same Report as console text, JSON, and (later) CI formats."""
+"""Renderers: the same Report as console text, JSON, Markdown and CI formats (table: registry.py)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import TypeVar
 
 from envdoctor.model import Fix, Interpreter, PlatformInfo, ProbeResult, ProbeStatus, Severity
@@ -120,3 +121,20 @@ def rule(
         )
 
     return declare
+
+
+def rules_in(*modules: ModuleType) -> tuple[Rule, ...]:
+    """The rules declared in `modules`, in the order they are written there.
+
+    An area package lists its rule modules by name; the rules inside are found by type, so a
+    new rule in an existing module needs nothing but its `@rule`. A rule another module merely
+    imports is not counted twice: only rules whose check is defined in the module are taken.
+    """
+    found: list[Rule] = []
+    for module in modules:
+        found += [
+            value
+            for value in vars(module).values()
+            if isinstance(value, Rule) and value.check.__module__ == module.__name__
+        ]
+    return tuple(found)

@@ -1,4 +1,11 @@
-"""Fixes that edit PATH-like and plain environment variables, written for the user's shell.
+"""Commands and fixes that edit environment variables, written for the user's shell.
+
+One writer per shell, each with one quoting rule, and every rule's variable edit goes through them:
+- bash/zsh/sh: `export NAME=value`, the value quoted by shlex.quote (POSIX single quotes);
+- fish: `set -gx NAME value`, the same quoting (fish reads '...' literally too);
+- PowerShell: `$env:NAME = 'value'`, always single-quoted with '' inside: double quotes would
+  expand $ and backticks, and a bare word after = runs as a command;
+- cmd: `set "NAME=value"`, the quotes keeping trailing spaces and & | out of the value.
 
 Linux and macOS get the shell named by $SHELL (bash/zsh/sh syntax unless it is fish), for this
 session and for good; Windows gets PowerShell and cmd for this session and a persistent
@@ -20,13 +27,86 @@ _STARTUP_FILES = {
 _DEFAULT_STARTUP = "~/.profile ~/.bashrc ~/.zshrc"
 
 
-def _ps(text: str) -> str:
+# --- bash, zsh, sh ---------------------------------------------------------------------------------
+
+
+def posix_set(variable: str, value: str) -> str:
+    return f"export {variable}={shlex.quote(value)}"
+
+
+def posix_unset(variable: str) -> str:
+    return f"unset {variable}"
+
+
+# --- fish ------------------------------------------------------------------------------------------
+
+
+def fish_set(variable: str, *values: str, universal: bool = False) -> str:
+    """`set -gx` for this session, `set -Ux` (universal) for good; several values make a list."""
+    scope = "-Ux" if universal else "-gx"
+    return f"set {scope} {variable} {' '.join(shlex.quote(v) for v in values)}"
+
+
+def fish_unset(variable: str, *, universal: bool = False) -> str:
+    return f"set -e -U {variable}" if universal else f"set -e {variable}"
+
+
+# --- PowerShell ------------------------------------------------------------------------------------
+
+
+def powershell_quote(text: str) -> str:
     """A PowerShell single-quoted string (quotes doubled inside)."""
     return "'" + text.replace("'", "''") + "'"
 
 
-def _cmd_set(variable: str, value: str) -> str:
+def powershell_assign(variable: str, expression: str) -> str:
+    """`$env:NAME = <expression>`: the one place that writes PowerShell's assignment."""
+    return f"$env:{variable} = {expression}"
+
+
+def powershell_set(variable: str, value: str) -> str:
+    return powershell_assign(variable, powershell_quote(value))
+
+
+def powershell_unset(variable: str) -> str:
+    return f"Remove-Item Env:{variable}"
+
+
+def powershell_set_persistent(variable: str, value: str | None, scope: str = "User") -> str:
+    """The user (or machine) value, kept across sessions; None removes it."""
+    shown = powershell_quote(value) if value is not None else "$null"
+    return (
+        f"[Environment]::SetEnvironmentVariable({powershell_quote(variable)}, {shown}, "
+        f"{powershell_quote(scope)})"
+    )
+
+
+# --- cmd -------------------------------------------------------------------------------------------
+
+
+def cmd_set(variable: str, value: str) -> str:
     return f'set "{variable}={value}"'
+
+
+def cmd_unset(variable: str) -> str:
+    return f'set "{variable}="'
+
+
+# --- the shell of this machine ---------------------------------------------------------------------
+
+
+def set_command(os_name: str, shell: str | None, variable: str, value: str) -> str:
+    """Setting `variable` for this session: PowerShell on Windows, else $SHELL's syntax."""
+    if os_name == "windows":
+        return powershell_set(variable, value)
+    return fish_set(variable, value) if shell == "fish" else posix_set(variable, value)
+
+
+def unset_command(os_name: str, shell: str | None, variable: str) -> str:
+    """Removing `variable` for this session: PowerShell on Windows, else $SHELL's syntax."""
+    if os_name == "windows":
+        return powershell_unset(variable)
+    return fish_unset(variable) if shell == "fish" else posix_unset(variable)
 
 
 def _posix_startup(shell: str | None) -> str:
@@ -52,32 +132,33 @@ def path_removal_fixes(
     duplicates_only = all(g in kept for g in gone)
     names = ", ".join(gone)
     if os_name == "windows":
-        listed = ", ".join(_ps(g.rstrip("\\")) for g in gone)
+        listed = ", ".join(powershell_quote(g.rstrip("\\")) for g in gone)
         if duplicates_only:
             keep = "Where-Object { $_ } | Select-Object -Unique"
             what = "remove the repeated entries"
         else:
             keep = f"Where-Object {{ $_ -and $_.TrimEnd('\\') -notin @({listed}) }}"
             what = "remove them"
+        quoted = powershell_quote(variable)
         persistent = (
             f"foreach ($scope in 'User', 'Machine') {{ $p = [Environment]::GetEnvironmentVariable("
-            f"{_ps(variable)}, $scope); if ($p) {{ [Environment]::SetEnvironmentVariable({_ps(variable)}, "
+            f"{quoted}, $scope); if ($p) {{ [Environment]::SetEnvironmentVariable({quoted}, "
             f"(($p -split ';') | {keep}) -join ';', $scope) }} }}"
         )
         value = ";".join(kept)
         # Distinct entries are filtered out of the live value; removing only the repeats of an
         # entry needs the exact remaining value.
         session = (
-            f"$env:{variable} = {_ps(value)}"
+            powershell_set(variable, value)
             if duplicates_only
-            else f"$env:{variable} = ($env:{variable} -split ';' | {keep}) -join ';'"
+            else powershell_assign(variable, f"($env:{variable} -split ';' | {keep}) -join ';'")
         )
         return (
             Fix(
                 summary=f"Remove {names} from {variable} {why} in this PowerShell session",
                 commands=(session,),
             ),
-            Fix(summary="The same in a cmd window", commands=(_cmd_set(variable, value),)),
+            Fix(summary="The same in a cmd window", commands=(cmd_set(variable, value),)),
             Fix(
                 summary=f"For good: {what} from the user and system values (PowerShell as "
                 "administrator, or Settings > System > About > Advanced system settings > "
@@ -88,11 +169,12 @@ def path_removal_fixes(
     startup = _posix_startup(shell)
     pattern = "\\|".join(gone)
     find = f"grep -n {shlex.quote(pattern)} {startup} /etc/environment 2>/dev/null"
-    if shell == "fish":
-        listed_kept = " ".join(shlex.quote(e) for e in kept)
-        session = f"set -gx {variable} {listed_kept}" if kept else f"set -e {variable}"
+    if not kept:
+        session = unset_command(os_name, shell, variable)
+    elif shell == "fish":
+        session = fish_set(variable, *kept)  # fish keeps PATH-like variables as lists
     else:
-        session = f"export {variable}={shlex.quote(':'.join(kept))}" if kept else f"unset {variable}"
+        session = posix_set(variable, ":".join(kept))
     return (
         Fix(summary=f"Remove {names} from {variable} {why} in this shell", commands=(session,)),
         Fix(
@@ -108,35 +190,35 @@ def set_variable_fixes(
 ) -> tuple[Fix, ...]:
     """Fixes that set `variable` to `value`, or remove it when `value` is None."""
     action = f"Set {variable}={value}" if value is not None else f"Unset {variable}"
+    session = (
+        set_command(os_name, shell, variable, value)
+        if value is not None
+        else unset_command(os_name, shell, variable)
+    )
     if os_name == "windows":
-        session = f"$env:{variable} = {_ps(value)}" if value is not None else f"Remove-Item Env:{variable}"
-        cmd = _cmd_set(variable, value) if value is not None else f'set "{variable}="'
-        persistent = f"[Environment]::SetEnvironmentVariable({_ps(variable)}, " + (
-            f"{_ps(value)}, 'User')" if value is not None else "$null, 'User')"
-        )
+        cmd = cmd_set(variable, value) if value is not None else cmd_unset(variable)
         return (
             Fix(summary=f"{action} {why} (PowerShell; in cmd: {cmd})", commands=(session,)),
             Fix(
                 summary="For good (user scope; a system-wide value needs 'Machine' and an administrator "
                 "PowerShell), then open a new terminal",
-                commands=(persistent,),
+                commands=(powershell_set_persistent(variable, value),),
             ),
         )
-    startup = _posix_startup(shell)
-    first_file = startup.split()[0]
     if shell == "fish":
-        session = f"set -gx {variable} {shlex.quote(value)}" if value is not None else f"set -e {variable}"
         persistent = (
-            f"set -Ux {variable} {shlex.quote(value)}" if value is not None else f"set -e -U {variable}"
+            fish_set(variable, value, universal=True)
+            if value is not None
+            else fish_unset(variable, universal=True)
         )
         return (
             Fix(summary=f"{action} {why}", commands=(session,)),
             Fix(summary="For good (a universal variable)", commands=(persistent,)),
         )
-    session = f"export {variable}={shlex.quote(value)}" if value is not None else f"unset {variable}"
+    startup = _posix_startup(shell)
+    first_file = startup.split()[0]
     if value is not None:
-        line = f"export {variable}={shlex.quote(value)}"
-        persistent = f"echo {shlex.quote(line)} >> {first_file}"
+        persistent = f"echo {shlex.quote(posix_set(variable, value))} >> {first_file}"
         summary = f"For good: add it to {first_file} (and remove older {variable} lines there)"
     else:
         persistent = f"grep -n {shlex.quote(variable)} {startup} /etc/environment 2>/dev/null"

@@ -43,8 +43,11 @@ def install_target(
 
 def planned_fix(ctx: RuleContext, summary: str, **wanted: object) -> Fix | None:
     """A fix carrying the planner's command, or None when the planner finds no fitting build."""
-    target = install_target(ctx, **wanted)  # type: ignore[arg-type]
-    plan = install.plan(target)
+    return plan_fix(install.plan(install_target(ctx, **wanted)), summary)  # type: ignore[arg-type]
+
+
+def plan_fix(plan: install.InstallPlan, summary: str) -> Fix | None:
+    """The fix that carries `plan`'s commands; None when the plan found no fitting build."""
     if not plan.possible:
         return None
     return Fix(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from envdoctor.rules.base import Rule
+from envdoctor.rules.base import Rule, rules_in
 from envdoctor.rules.envdoctor import probes
 
-RULES: tuple[Rule, ...] = (*probes.RULES,)
+RULES: tuple[Rule, ...] = rules_in(probes)

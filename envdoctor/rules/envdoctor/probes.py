@@ -33,6 +33,3 @@ def probe_failed(ctx: RuleContext) -> Iterator[Hit]:
             detail=result.error or how,
             evidence=(f"probe {result.probe}: {result.status.value}",),
         )
-
-
-RULES = (probe_failed,)

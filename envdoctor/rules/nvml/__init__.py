@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from envdoctor.rules.base import Rule
+from envdoctor.rules.base import Rule, rules_in
 from envdoctor.rules.nvml import driver
 
-RULES: tuple[Rule, ...] = (*driver.RULES,)
+RULES: tuple[Rule, ...] = rules_in(driver)

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from packaging.version import Version
 
 from envdoctor import knowledge
-from envdoctor.knowledge import parse_version
+from envdoctor.knowledge import parse_driver
+from envdoctor.knowledge.drivers import DriverKind, driver_support
 from envdoctor.model import Fix, Severity
-from envdoctor.probes.nvml import NvmlFacts
+from envdoctor.probes.nvml import NvmlFacts, NvmlStatus
 from envdoctor.probes.system import SystemFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
@@ -22,13 +23,13 @@ _TOO_OLD = re.compile(r"NVIDIA driver on your system is too old \(found version 
 
 @dataclass(frozen=True)
 class DriverVerdict:
-    """How the installed driver relates to torch's CUDA: ok, compat (MVC only) or too_old."""
+    """How the installed driver relates to torch's CUDA (knowledge.drivers judges), with evidence."""
 
-    kind: str
+    kind: DriverKind
     torch_cuda: str
     driver: str | None
     floor: Version | None  # the lowest driver that runs it at all (MVC minimum)
-    native: Version | None  # the toolkit's own minimum
+    native: Version | None  # the toolkit's own minimum, where NVIDIA publishes one
     evidence: tuple[str, ...]
 
 
@@ -47,29 +48,27 @@ def driver_verdict(ctx: RuleContext) -> DriverVerdict | None:
     nvml = ctx.get(NvmlFacts)
     if torch is None or not torch.imported or not torch.cuda:
         return None
-    found = too_old_warning(torch)
+    working = nvml if nvml is not None and nvml.working else None
+    driver_text = working.driver_version if working is not None else None
+    support = driver_support(
+        knowledge.cuda_variant(torch.cuda),
+        driver_text,
+        ctx.platform.os,
+        working.driver_cuda if working is not None else None,
+    )
     evidence: list[str] = [f"torch.version.cuda = {torch.cuda}"]
-    minimum = knowledge.driver_minimum(torch.cuda, ctx.platform.os)
-    floor = minimum.compat or minimum.toolkit if minimum else None
-    native = minimum.toolkit if minimum else None
-    driver_text = nvml.driver_version if nvml is not None and nvml.working else None
-    driver = parse_version(driver_text)
     if driver_text:
         evidence.append(f"driver {driver_text} (CUDA {nvml.driver_cuda if nvml else '?'})")
+    found = too_old_warning(torch)
     if found is not None:
+        # torch's own word outranks the tables: it tried the driver and failed.
         evidence.append(f"torch warned: driver too old (found version {found})")
-        return DriverVerdict("too_old", torch.cuda, driver_text, floor, native, tuple(evidence))
-    if driver is None:
+        kind = DriverKind.TOO_OLD
+    elif parse_driver(driver_text) is None:
         return None
-    torch_major = int(torch.cuda.split(".")[0])
-    driver_major = nvml.cuda_driver_version // 1000 if nvml and nvml.cuda_driver_version else None
-    if driver_major is not None and driver_major < torch_major:
-        return DriverVerdict("too_old", torch.cuda, driver_text, floor, native, tuple(evidence))
-    if floor is not None and driver < floor:
-        return DriverVerdict("too_old", torch.cuda, driver_text, floor, native, tuple(evidence))
-    if native is not None and driver < native:
-        return DriverVerdict("compat", torch.cuda, driver_text, floor, native, tuple(evidence))
-    return DriverVerdict("ok", torch.cuda, driver_text, floor, native, tuple(evidence))
+    else:
+        kind = support.kind
+    return DriverVerdict(kind, torch.cuda, driver_text, support.floor, support.toolkit, tuple(evidence))
 
 
 @rule(
@@ -92,7 +91,7 @@ def driver_verdict(ctx: RuleContext) -> DriverVerdict | None:
 )
 def driver_too_old_for_torch_cuda(ctx: RuleContext) -> Iterator[Hit]:
     verdict = driver_verdict(ctx)
-    if verdict is None or verdict.kind != "too_old":
+    if verdict is None or verdict.kind != DriverKind.TOO_OLD:
         return
     torch = ctx.need(TorchFacts)
     need = str(verdict.floor) if verdict.floor else None
@@ -132,10 +131,11 @@ def driver_too_old_for_torch_cuda(ctx: RuleContext) -> Iterator[Hit]:
 )
 def driver_relies_on_minor_version_compat(ctx: RuleContext) -> Iterator[Hit]:
     verdict = driver_verdict(ctx)
-    if verdict is None or verdict.kind != "compat":
+    if verdict is None or verdict.kind != DriverKind.COMPAT:
         return
     torch = ctx.need(TorchFacts)
-    fixes = [driver_fix(ctx, str(verdict.native))]
+    native = verdict.native
+    fixes = [driver_fix(ctx, str(native) if native else None)]
     # Same torch, the variant this driver runs natively: the fix must not be the MVC build again.
     same = (torch.version or "").split("+", 1)[0] or None
     matching = planned_fix(
@@ -143,12 +143,13 @@ def driver_relies_on_minor_version_compat(ctx: RuleContext) -> Iterator[Hit]:
     )
     if matching is not None:
         fixes.append(matching)
+    since = f" (native from {native})" if native else ""
     detail = (
-        f"driver {verdict.driver} predates CUDA {verdict.torch_cuda} (native from "
-        f"{verdict.native}) but runs it through CUDA minor-version compatibility (>= "
-        f"{verdict.floor}). Ordinary kernels work; PTX JIT (a GPU newer than the build's cubins, "
-        "torch.compile/Triton, some cuSPARSE/nvJitLink paths) and APIs that need a newer driver "
-        "can fail with cudaErrorUnsupportedPtxVersion or cudaErrorCallRequiresNewerDriver."
+        f"driver {verdict.driver} predates CUDA {verdict.torch_cuda}{since} but runs it through CUDA "
+        f"minor-version compatibility (>= {verdict.floor}). Ordinary kernels work; PTX JIT (a GPU "
+        "newer than the build's cubins, torch.compile/Triton, some cuSPARSE/nvJitLink paths) and APIs "
+        "that need a newer driver can fail with cudaErrorUnsupportedPtxVersion or "
+        "cudaErrorCallRequiresNewerDriver."
     )
     if ctx.platform.os == "windows" and verdict.torch_cuda.startswith("12."):
         detail += " On Windows NVIDIA also printed 528.33 as the 12.x minimum, and uv expects it."
@@ -161,7 +162,7 @@ def driver_relies_on_minor_version_compat(ctx: RuleContext) -> Iterator[Hit]:
 
 
 _BROKEN_DRIVER = {
-    "driver_not_loaded": (
+    NvmlStatus.DRIVER_NOT_LOADED: (
         "the NVIDIA driver is installed but its kernel module is not loaded",
         "Often Secure Boot blocked the unsigned module, or a reboot after installing is pending.",
         Fix(
@@ -170,12 +171,12 @@ _BROKEN_DRIVER = {
             commands=("sudo modprobe nvidia", "nvidia-smi"),
         ),
     ),
-    "version_mismatch": (
+    NvmlStatus.VERSION_MISMATCH: (
         "the NVIDIA driver libraries and the loaded kernel module have different versions",
         "The driver was upgraded but the old kernel module is still loaded.",
         Fix(summary="Reboot to load the new kernel module", commands=("sudo reboot",)),
     ),
-    "no_permission": (
+    NvmlStatus.NO_PERMISSION: (
         "this user may not talk to the NVIDIA driver",
         "The /dev/nvidia* device files are not accessible to this user.",
         Fix(summary="Ask an administrator to grant access to the GPU devices (video group)"),
@@ -212,7 +213,7 @@ def gpu_without_working_driver(ctx: RuleContext) -> Iterator[Hit]:
             fixes=(fix,),
         )
         return
-    if nvml.status == "library_not_found" and nvml.pci_nvidia_devices:
+    if nvml.status == NvmlStatus.LIBRARY_NOT_FOUND and nvml.pci_nvidia_devices:
         system = ctx.get(SystemFacts)
         detail = (
             f"{len(nvml.pci_nvidia_devices)} NVIDIA GPU(s) are on the PCI bus "
@@ -248,7 +249,7 @@ def gpu_without_working_driver(ctx: RuleContext) -> Iterator[Hit]:
 )
 def no_nvidia_gpu(ctx: RuleContext) -> Iterator[Hit]:
     nvml = ctx.need(NvmlFacts)
-    if nvml.status != "library_not_found" or nvml.pci_nvidia_devices:
+    if nvml.status != NvmlStatus.LIBRARY_NOT_FOUND or nvml.pci_nvidia_devices:
         return
     torch = ctx.get(TorchFacts)
     system = ctx.get(SystemFacts)
@@ -265,11 +266,3 @@ def no_nvidia_gpu(ctx: RuleContext) -> Iterator[Hit]:
         detail=detail,
         evidence=("nvml.status = library_not_found",),
     )
-
-
-RULES = (
-    driver_too_old_for_torch_cuda,
-    driver_relies_on_minor_version_compat,
-    gpu_without_working_driver,
-    no_nvidia_gpu,
-)

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from envdoctor.rules.base import Rule
-from envdoctor.rules.torch import build, gpu, install
+from envdoctor.rules.base import Rule, rules_in
+from envdoctor.rules.torch import build, companions, gpu, install
 
-RULES: tuple[Rule, ...] = (
-    *install.RULES,
-    *build.RULES,
-    *gpu.RULES,
-)
+RULES: tuple[Rule, ...] = rules_in(install, build, companions, gpu)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from envdoctor import knowledge
+from envdoctor.knowledge.drivers import DriverKind
 from envdoctor.model import Fix, Severity
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.fixes import driver_fix, planned_fix
 from envdoctor.rules.nvml.driver import driver_verdict
+from envdoctor.rules.torch import companions
 
 
 def _nvidia_gpu_seen(nvml: NvmlFacts | None) -> bool:
@@ -86,7 +87,7 @@ def cuda_build_but_cuda_unavailable(ctx: RuleContext) -> Iterator[Hit]:
     if nvml is None or not nvml.working or not nvml.gpus:
         return  # no GPU (ED104) or a broken driver (ED103) explains it already
     verdict = driver_verdict(ctx)
-    if verdict is not None and verdict.kind == "too_old":
+    if verdict is not None and verdict.kind == DriverKind.TOO_OLD:
         return  # ED101 explains it
     said = "; ".join(w.splitlines()[0] for w in torch.warnings) or "no warning was printed"
     evidence = ["torch.cuda_available = false", "nvml.gpus", *(w[:200] for w in torch.warnings)]
@@ -114,10 +115,6 @@ def cuda_build_but_cuda_unavailable(ctx: RuleContext) -> Iterator[Hit]:
     )
 
 
-def _label(version: str | None) -> str | None:
-    return version.split("+", 1)[1] if version and "+" in version else None
-
-
 @rule(
     code="ED202",
     name="torch-companions-mismatch",
@@ -126,12 +123,17 @@ def _label(version: str | None) -> str | None:
     needs=(TorchFacts,),
     doc=RuleDoc(
         what="The installed torchvision and torchaudio versions against the ones released "
-        "with the installed torch (knowledge base), and their +cuXXX/+cpu labels against "
-        "torch's.",
+        "with the installed torch (knowledge base; the companion's own Requires-Dist for releases "
+        "the knowledge does not pair), and their variants against torch's: a +cuXXX/+cpu label, or "
+        "for an unlabelled wheel the variant its index serves by default (PyPI's per release and "
+        "platform). A companion whose load check failed is ED204's instead.",
         why="Each torchvision/torchaudio release is built against exactly one torch release "
-        "and variant; a mismatch fails at import or in custom operators.",
-        fix="Install the set together, with the same pins and index.",
-        example="torch 2.5.1+cu124 with torchvision 0.19.1+cu121.",
+        "and variant; a mismatch fails at import or in custom operators. This judges the pair even "
+        "where no load check ran (snapshots, --from).",
+        fix="Install the set together, with the same pins and index: exact pins (`==X+cpu`, or "
+        "`===X` for PyPI's unlabelled build) so pip cannot keep or pick the other variant.",
+        example="torch 2.5.1+cu124 with torchvision 0.19.1+cu121; or torch 2.13.0+cpu with "
+        "torchvision 0.28.0 from PyPI, which is PyPI's default cu130 build.",
     ),
 )
 def torch_companions_mismatch(ctx: RuleContext) -> Iterator[Hit]:
@@ -139,39 +141,26 @@ def torch_companions_mismatch(ctx: RuleContext) -> Iterator[Hit]:
     torch_version = torch.version or torch.dist_version
     if not torch_version:
         return
-    release = knowledge.release(torch_version)
-    torch_label = _label(torch_version)
-    expected = {
-        "torchvision": release.torchvision if release else None,
-        "torchaudio": release.torchaudio if release else None,
-    }
-    for name, wanted in expected.items():
-        installed = torch.companion(name)
-        if installed is None:
+    for name in companions.COMPANIONS:
+        load = torch.companion_load(name)
+        if load is not None and load.problem:
+            continue  # it failed to load: ED204 reports it, with this judgement
+        pair = companions.judge_pair(ctx, torch, name)
+        if pair is None or not pair.problems:
             continue
-        problems = []
-        public = installed.split("+", 1)[0]
-        if wanted is not None and public != wanted:
-            problems.append(f"torch {torch_version.split('+')[0]} goes with {name} {wanted}")
-        label = _label(installed)
-        if torch_label and label and label != torch_label:
-            problems.append(f"{name} is the {label} build while torch is {torch_label}")
-        if not problems:
-            continue
-        pinned = f"{name}=={wanted}" if wanted else name
-        planned = planned_fix(ctx, "Reinstall the matching set", torch=torch_version.split("+")[0])
+        installed = pair.companion.version
+        pinned = f"{name}=={pair.wanted}" if pair.wanted else name
+        advice = f"Install {pinned} from the same index as torch."
+        if pair.version_problem is None:
+            advice = (
+                f"Install the {pair.torch.variant} build of {name} {pair.companion.public}, or the "
+                f"{pair.companion.variant} torch it was built for."
+            )
         yield Hit(
             title=f"{name} {installed} does not belong to torch {torch_version}",
-            detail="; ".join(problems) + ". A mismatched pair fails at import ('operator "
+            detail="; ".join(pair.problems) + ". A mismatched pair fails at import ('operator "
             "torchvision::nms does not exist', undefined symbols) or silently pulls another torch "
-            f"on the next upgrade. Install {pinned} from the same index as torch.",
+            f"on the next upgrade. {advice}",
             evidence=(f"torch {torch_version}", f"{name} {installed}"),
-            fixes=(planned,) if planned else (),
+            fixes=companions.pair_fixes(ctx, torch, pair),
         )
-
-
-RULES = (
-    cpu_only_torch_on_gpu_machine,
-    torch_companions_mismatch,
-    cuda_build_but_cuda_unavailable,
-)

@@ -7,15 +7,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from envdoctor import knowledge
+from envdoctor.install import plan as install
 from envdoctor.knowledge import gpu_compute
 from envdoctor.knowledge.archs import Capability, dotted, sm
+from envdoctor.knowledge.drivers import DriverKind, driver_support
 from envdoctor.knowledge.mirrors import official_wheel_url
 from envdoctor.model import Fix, Severity
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.torch_build import TorchFacts
-from envdoctor.probes.torch_smoke import SmokeDevice, SmokeStep
+from envdoctor.probes.torch_smoke import DeviceKind, SmokeDevice, SmokeStep, StepStatus
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
-from envdoctor.rules.fixes import GET_STARTED, driver_fix, install_target, planned_fix
+from envdoctor.rules.fixes import GET_STARTED, driver_fix, install_target, plan_fix, planned_fix
 from envdoctor.shell import join
 
 # torch's own warnings name the GPU's capability; they are a source of it when nothing else is.
@@ -24,7 +26,6 @@ _CAPABILITY_WARNING = re.compile(
     r"Found GPU\d+ (?P<name>.+?) which is of (?:cuda|compute) capability (?:\(CC\) )?"
     r"(?P<major>\d+)\.(?P<minor>\d+)"
 )
-_PLANNED = re.compile(r"torch==(?P<series>\d+\.\d+)(?:\.\S*)?\s.*/whl/(?P<variant>cu\d+)")
 _ARCH_WARNING_WORDS = ("is not compatible with the current PyTorch", "which is of cuda capability")
 
 
@@ -93,7 +94,7 @@ def uncovered_gpus(ctx: RuleContext) -> tuple[SeenGpu, ...]:
         if gpu_compute.serving_entry(arch, gpu.capability) is not None:
             continue
         matmuls = [d.step("matmul_fp32") for d in _smoke_devices(torch, gpu.capability)]
-        if any(step is not None and step.status == "ok" for step in matmuls):
+        if any(step is not None and step.status == StepStatus.OK for step in matmuls):
             continue  # kernels demonstrably ran: the build knows better than the table
         missing.append(gpu)
     return tuple(missing)
@@ -103,32 +104,31 @@ def _platform(ctx: RuleContext) -> str:
     return knowledge.platform_key(ctx.platform.os, ctx.platform.machine)
 
 
-def _planned_runs_on(ctx: RuleContext, fix: Fix, capability: Capability) -> bool:
-    """False when the planner proposes a build that envdoctor's data says lacks kernels for the GPU.
+def _planned_runs_on(ctx: RuleContext, plan: install.InstallPlan, capability: Capability) -> bool:
+    """False when the planner proposes a CUDA build that envdoctor's data says lacks kernels for the GPU.
 
+    The planner sees only the GPUs NVML reports; this one may be known from torch or its warnings.
     A release newer than the data is judged by the newest known build of the same variant: arch
     lists change per variant, rarely within one.
     """
-    for command in fix.commands:
-        match = _PLANNED.search(command)
-        if match:
-            build = gpu_compute.closest_build(match.group("series"), match.group("variant"), _platform(ctx))
-            return build is None or build.runs_on(capability)
-    return True
+    if plan.torch is None or plan.variant is None or not plan.variant.startswith("cu"):
+        return True
+    series = ".".join(plan.torch.split(".")[:2])
+    build = gpu_compute.closest_build(series, plan.variant, _platform(ctx))
+    return build is None or build.runs_on(capability)
 
 
 def _fallback_fix(ctx: RuleContext, capability: Capability) -> Fix | None:
     """The newest official build with kernels for the GPU whose CUDA the driver runs."""
     support = gpu_compute.support_for(capability, _platform(ctx))
     nvml = ctx.get(NvmlFacts)
-    driver = knowledge.parse_version(nvml.driver_version) if nvml is not None and nvml.working else None
+    working = nvml if nvml is not None and nvml.working else None
+    driver = working.driver_version if working is not None else None
+    driver_cuda = working.driver_cuda if working is not None else None
     for build in reversed(support.builds):
         cuda = knowledge.variant_cuda(build.variant)
-        if driver is not None and cuda is not None:
-            minimum = knowledge.driver_minimum(cuda, ctx.platform.os)
-            floor = (minimum.compat or minimum.toolkit) if minimum else None
-            if floor is not None and driver < floor:
-                continue
+        if driver_support(build.variant, driver, ctx.platform.os, driver_cuda).kind == DriverKind.TOO_OLD:
+            continue
         releases = [r for r in knowledge.release_series(build.series) if cuda in r.cuda]
         if not releases:
             continue
@@ -154,8 +154,9 @@ def _fallback_fix(ctx: RuleContext, capability: Capability) -> Fix | None:
 
 
 def arch_fixes(ctx: RuleContext, capability: Capability) -> tuple[Fix, ...]:
-    planned = planned_fix(ctx, f"Install a build with kernels for {sm(capability)}", want_cuda=True)
-    if planned is not None and _planned_runs_on(ctx, planned, capability):
+    plan = install.plan(install_target(ctx, want_cuda=True))
+    planned = plan_fix(plan, f"Install a build with kernels for {sm(capability)}")
+    if planned is not None and _planned_runs_on(ctx, plan, capability):
         return (planned,)
     fallback = _fallback_fix(ctx, capability)
     return (fallback,) if fallback is not None else ()
@@ -250,7 +251,7 @@ def smoke_cause(device: SmokeDevice, step: SmokeStep) -> str | None:
     """Why a step failed, from its error text: one of _CAUSES' keys (memory is ED303's)."""
     if not device.gpu:
         return "cpu"
-    if step.status == "wrong":
+    if step.status == StepStatus.WRONG:
         return "wrong_result"
     return gpu_compute.kernel_error_cause(step.error.message if step.error else "")
 
@@ -324,7 +325,7 @@ def _cause_fixes(ctx: RuleContext, cause: str | None, devices: tuple[SmokeDevice
 
 
 def _step_story(step: SmokeStep) -> str:
-    if step.status == "wrong":
+    if step.status == StepStatus.WRONG:
         if step.finite is False:
             return f"{step.label} returned NaN/inf where the reference is finite"
         return (
@@ -336,7 +337,7 @@ def _step_story(step: SmokeStep) -> str:
     error = step.error
     if error is None:
         return f"{step.label} {step.status}"
-    if step.status == "crashed":
+    if step.status == StepStatus.CRASHED:
         return f"{step.label}: {error.message}"
     return f"{step.label} raised {error.type}: {error.message.strip().rstrip('.')}"
 
@@ -368,7 +369,11 @@ def smoke_test_failed(ctx: RuleContext) -> Iterator[Hit]:
     # Identical failures on identical GPUs (two busy T4s) make one finding naming every device.
     groups: dict[tuple[str, ...], list[tuple[SmokeDevice, list[SmokeStep]]]] = {}
     for device in torch.smoke.devices:
-        steps = [s for s in device.problems if s.status in ("failed", "wrong", "crashed")]
+        steps = [
+            s
+            for s in device.problems
+            if s.status in (StepStatus.FAILED, StepStatus.WRONG, StepStatus.CRASHED)
+        ]
         if not steps:
             continue
         cause = smoke_cause(device, steps[0])
@@ -385,7 +390,7 @@ def smoke_test_failed(ctx: RuleContext) -> Iterator[Hit]:
         labels = ", ".join(d.device for d, _ in members)
         name = f" ({device.name})" if device.name else ""
         if device.gpu:
-            available = "torch.backends.mps" if device.kind == "mps" else "torch.cuda"
+            available = "torch.backends.mps" if device.kind == DeviceKind.MPS else "torch.cuda"
             title = f"{first.label} fails on {labels}{name} although {available}.is_available() is True"
         else:
             title = f"the CPU smoke test fails: {first.label}"
@@ -422,7 +427,9 @@ def gpu_out_of_memory(ctx: RuleContext) -> Iterator[Hit]:
     if torch.smoke is None:
         return
     for device in torch.smoke.devices:
-        failed = [s for s in device.problems if s.status == "failed" and smoke_cause(device, s) == "memory"]
+        failed = [
+            s for s in device.problems if s.status == StepStatus.FAILED and smoke_cause(device, s) == "memory"
+        ]
         if not device.gpu or not failed:
             continue
         step = failed[0]
@@ -476,7 +483,7 @@ def smoke_test_hung(ctx: RuleContext) -> Iterator[Hit]:
     arch = gpu_compute.parse_arch_list(torch.arch_list)
     for device in torch.smoke.devices:
         for step in device.steps:
-            if step.status != "timeout":
+            if step.status != StepStatus.TIMEOUT:
                 continue
             limit = f"{step.timeout:.0f} s" if step.timeout is not None else "its time limit"
             name = f" ({device.name})" if device.name else ""
@@ -513,11 +520,3 @@ def smoke_test_hung(ctx: RuleContext) -> Iterator[Hit]:
                 evidence=(f"smoke {device.device} {step.step}: timeout after {limit}",),
                 fixes=tuple(fixes),
             )
-
-
-RULES = (
-    gpu_arch_not_in_build,
-    smoke_test_failed,
-    gpu_out_of_memory,
-    smoke_test_hung,
-)

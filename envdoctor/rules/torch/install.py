@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from envdoctor.host.ending import EndingKind
 from envdoctor.model import Fix, Severity
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
@@ -148,6 +149,16 @@ def torch_import_fails(ctx: RuleContext) -> Iterator[Hit]:
     )
 
 
+# Why each ending happens, in the user's terms.
+_CRASH_CAUSE = {
+    EndingKind.TIMEOUT: "A hang while importing torch or initialising CUDA: a stuck driver, a GPU held by "
+    "another process, or a network file system.",
+    EndingKind.SIGNAL: "A native crash while loading torch or its CUDA libraries.",
+    EndingKind.NOT_STARTED: "The interpreter disappeared or cannot be executed.",
+    EndingKind.EXITED: "The interpreter exited before reporting.",
+}
+
+
 @rule(
     code="ED003",
     name="torch-check-crashed",
@@ -169,36 +180,14 @@ def torch_check_crashed(ctx: RuleContext) -> Iterator[Hit]:
     end = torch.crash
     if end is None:
         return
-    during = f" during {end.last_stage}" if end.last_stage else ""
-    if end.timed_out:
-        title = f"the torch check hung{during} and was stopped"
-        cause = (
-            "A hang while importing torch or initialising CUDA: a stuck driver, a GPU held by "
-            "another process, or a network file system."
-        )
-    elif end.exit_signal:
-        title = f"the torch check crashed{during} (signal {end.exit_signal})"
-        cause = "A native crash while loading torch or its CUDA libraries."
-    elif end.start_error:
-        title = f"the target interpreter could not be started ({end.start_error})"
-        cause = "The interpreter disappeared or cannot be executed."
-    else:
-        title = f"the torch check exited{during} with code {end.exit_code}"
-        cause = "The interpreter exited before reporting."
-    tail = end.stderr_tail.strip().splitlines()[-3:]
-    detail = cause + ("\nLast output: " + " | ".join(tail) if tail else "")
+    ending = end.ending
+    tail = ending.last_output(3)
+    detail = _CRASH_CAUSE[ending.kind] + ("\nLast output: " + tail if tail else "")
     python = quote(ctx.interpreter.path, ctx.platform.os)
     command = f'{python} -X faulthandler -c "import torch; print(torch.__version__)"'
     yield Hit(
-        title=title,
+        title=f"the torch check {ending.describe(end.last_stage)}",
         detail=detail,
         evidence=("torch.crash",),
         fixes=(Fix(summary="Reproduce by hand to see the full error", commands=(command,)),),
     )
-
-
-RULES = (
-    torch_not_installed,
-    torch_import_fails,
-    torch_check_crashed,
-)

@@ -1,0 +1,77 @@
+"""Start-up of the quick commands next to bare Python and to importing typer and rich, in one run.
+
+    python bench/startup.py [--rounds 21]
+
+Runs every command interleaved, round after round (bench/timing.py), so drifting machine load hits
+them alike, and prints each one's median with its ratio to `python -c pass` (the floor) and to
+`python -c "import typer, rich"` (what the quick commands no longer pay). Budget: 100 ms median
+each. `rules` and `explain` read the rule catalogue from envdoctor's cache folder (a temporary one
+here); the warm-up run fills it, as the first run after an install or an edit does. That first run
+is shown too, with a cache folder that cannot be written: it imports every rule.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+
+from timing import interleaved
+
+BUDGET_S = 0.100
+
+
+def envdoctor() -> list[str]:
+    """The console script next to this interpreter, as users run it; else `python -m envdoctor`."""
+    script = os.path.join(os.path.dirname(sys.executable), "envdoctor")
+    return [script] if os.path.isfile(script) else [sys.executable, "-m", "envdoctor"]
+
+
+def commands() -> dict[str, list[str]]:
+    run = envdoctor()
+    return {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "import typer, rich": [sys.executable, "-c", "import typer, rich"],
+        "envdoctor --help": [*run, "--help"],
+        "install (described machine)": [
+            *run,
+            *("install", "--os", "linux", "--arch", "x86_64", "--python", "3.11"),
+            *("--driver", "550.54.14", "--gpu", "RTX 3090"),
+        ],
+        "install (this machine)": [*run, "install"],
+        "explain ED101": [*run, "explain", "ED101"],
+        "rules": [*run, "rules"],
+        # POSIX `env`: a cache folder that cannot exist, so every run rebuilds the catalogue.
+        "explain ED101 (first run)": ["env", "ENVDOCTOR_CACHE_DIR=/dev/null/none", *run, "explain", "ED101"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=21)
+    args = parser.parse_args()
+    cache = tempfile.mkdtemp(prefix="envdoctor-bench-")
+    os.environ["ENVDOCTOR_CACHE_DIR"] = cache  # the commands inherit it
+    try:
+        samples = interleaved(commands(), args.rounds)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    medians = {name: statistics.median(values) for name, values in samples.items()}
+    floor, typer_rich = medians["python -c pass"], medians["import typer, rich"]
+    width = max(len(name) for name in medians) + 2
+    print(f"{args.rounds} interleaved rounds; budget {BUDGET_S * 1000:.0f} ms median")
+    print(f"{'command':<{width}}{'median ms':>10}{'min ms':>9}{'x pass':>9}{'x typer+rich':>14}  budget")
+    for name, median in medians.items():
+        unbudgeted = name in ("python -c pass", "import typer, rich") or "first run" in name
+        verdict = "" if unbudgeted else "ok" if median <= BUDGET_S else "OVER"
+        print(
+            f"{name:<{width}}{median * 1000:>10.1f}{min(samples[name]) * 1000:>9.1f}"
+            f"{median / floor:>9.2f}{median / typer_rich:>14.2f}  {verdict}"
+        )
+
+
+if __name__ == "__main__":
+    main()

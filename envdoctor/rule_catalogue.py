@@ -1,0 +1,165 @@
+"""The rules as `envdoctor rules` and `envdoctor explain` show them, without importing every rule.
+
+The registry (envdoctor.rules) imports each rule module and, through them, the probes' fact types,
+the knowledge tables and the install planner: several times the start-up budget of these two
+commands. Their text depends on nothing but the code of the package, so it is kept in the user's
+cache folder, keyed the way Python keys its own bytecode cache: by the size and modification time
+of every source file of the package (kept as text and compared whole: hashlib's import alone costs
+more than the comparison). Any edit, upgrade or reinstall changes the key and the next
+run rebuilds the catalogue from the registry; a cache that cannot be read or written costs only
+time. Plain tuples and dicts, not dataclasses: importing dataclasses alone (it imports inspect) is
+a tenth of the budget.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import zlib
+from collections.abc import Mapping, Sequence
+
+# One rule as shown: code, name, severity, area, summary, then the four documentation paragraphs.
+FIELDS = ("code", "name", "severity", "area", "summary", "what", "why", "fix", "example")
+Entry = tuple[str, str, str, str, str, str, str, str, str]
+
+PACKAGE = os.path.dirname(os.path.abspath(__file__))
+_SCHEMA = "envdoctor.rule-catalogue/1"
+
+
+def from_registry() -> tuple[Entry, ...]:
+    """Every rule, from the registry itself (the slow path, and the truth the cache holds)."""
+    from envdoctor.rules import RULES
+
+    return tuple(
+        (
+            r.code,
+            r.name,
+            r.severity.value,
+            str(r.area),
+            r.summary,
+            r.doc.what,
+            r.doc.why,
+            r.doc.fix,
+            r.doc.example,
+        )
+        for r in RULES
+    )
+
+
+def fingerprint(package: str = PACKAGE) -> str:
+    """The package's sources by path, size and modification time, and the Python version."""
+    parts = [sys.version, package]
+    for folder, dirs, files in os.walk(package):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith((".py", ".json")):
+                stat = os.stat(os.path.join(folder, name))
+                parts.append(f"{os.path.relpath(folder, package)}/{name} {stat.st_size} {stat.st_mtime_ns}")
+    return "\n".join(parts)
+
+
+def cache_dir(environ: Mapping[str, str]) -> str | None:
+    """The user's cache folder for envdoctor; ENVDOCTOR_CACHE_DIR overrides it."""
+    if environ.get("ENVDOCTOR_CACHE_DIR"):
+        return environ["ENVDOCTOR_CACHE_DIR"]
+    if sys.platform == "win32":
+        base = environ.get("LOCALAPPDATA")
+        return os.path.join(base, "envdoctor", "Cache") if base else None
+    home = environ.get("HOME") or os.path.expanduser("~")
+    if sys.platform == "darwin":
+        return os.path.join(home, "Library", "Caches", "envdoctor")
+    base = environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
+    return os.path.join(base, "envdoctor")
+
+
+def _cache_file(folder: str, package: str) -> str:
+    # One file per installation, so two environments sharing a home do not evict each other.
+    where = f"{zlib.crc32(package.encode()):08x}"
+    return os.path.join(folder, f"rules-{where}.json")
+
+
+def _read(path: str, key: str) -> tuple[Entry, ...] | None:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("schema") != _SCHEMA or data.get("key") != key:
+        return None
+    rows = data.get("rules")
+    if not isinstance(rows, list):
+        return None
+    entries = []
+    for row in rows:
+        if not (isinstance(row, list) and len(row) == len(FIELDS) and all(isinstance(v, str) for v in row)):
+            return None
+        entries.append(tuple(row))  # nine strings, checked above
+    return tuple(entries)
+
+
+def _write(path: str, key: str, entries: Sequence[Entry]) -> None:
+    temporary = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(temporary, "w", encoding="utf-8") as handle:
+            json.dump({"schema": _SCHEMA, "key": key, "rules": entries}, handle)
+        os.replace(temporary, path)  # atomic: a concurrent reader sees the old file or the new one
+    except OSError:
+        import contextlib
+
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+
+
+def load(environ: Mapping[str, str] = os.environ, package: str = PACKAGE) -> tuple[Entry, ...]:
+    """The catalogue: from the cache when it matches the package, else from the registry (and cached)."""
+    folder = cache_dir(environ)
+    if folder is None:
+        return from_registry()
+    key = fingerprint(package)
+    path = _cache_file(folder, package)
+    cached = _read(path, key)
+    if cached is not None:
+        return cached
+    entries = from_registry()
+    _write(path, key, entries)
+    return entries
+
+
+# --- what the two commands print ------------------------------------------------------------------
+
+
+def find(entries: Sequence[Entry], wanted: str) -> Entry | None:
+    """The rule named by its code (any case) or its name."""
+    wanted = wanted.strip()
+    for entry in entries:
+        if wanted.upper() == entry[0] or wanted.lower() == entry[1]:
+            return entry
+    return None
+
+
+def explain_text(entry: Entry) -> str:
+    code, name, severity, area, summary, what, why, fix, example = entry
+    lines = [f"{code} {name} ({severity}, area: {area})", f"{summary}\n"]
+    for heading, text in (
+        ("What it checks", what),
+        ("Why it matters", why),
+        ("How to fix", fix),
+        ("Example", example),
+    ):
+        lines.append(f"{heading}:\n  {text}\n")
+    return "".join(line + "\n" for line in lines)
+
+
+def rules_text(entries: Sequence[Entry]) -> str:
+    width = max(len(entry[1]) for entry in entries)
+    return "".join(
+        f"{code}  {name:<{width}}  {severity:<7}  {summary}\n"
+        for code, name, severity, _, summary, *_ in entries
+    )
+
+
+def rules_json(entries: Sequence[Entry]) -> str:
+    rows = [dict(zip(FIELDS[:5], entry[:5])) for entry in entries]
+    return json.dumps(rows, indent=2) + "\n"

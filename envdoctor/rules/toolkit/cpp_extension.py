@@ -1,0 +1,225 @@
+"""The toolkit torch.utils.cpp_extension would compile CUDA extensions with: another CUDA major
+version than torch's (ED402), another minor version (ED403), or not a toolkit at all (ED404)."""
+
+from __future__ import annotations
+
+import dataclasses
+import ntpath
+import posixpath
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from envdoctor import knowledge
+from envdoctor.install import plan as install
+from envdoctor.knowledge import cuda_libraries
+from envdoctor.model import Fix, Severity
+from envdoctor.probes.toolkit import Toolkit, ToolkitFacts
+from envdoctor.probes.torch_build import TorchFacts
+from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
+from envdoctor.rules.env_edits import set_variable_fixes
+from envdoctor.rules.fixes import GET_STARTED, install_target
+from envdoctor.rules.toolkit.toolkits import (
+    BUNDLED,
+    TOOLKIT_ARCHIVE,
+    complete_toolkits,
+    major,
+    major_minor,
+    matching_toolkit,
+    torch_cuda,
+)
+
+
+@dataclass(frozen=True)
+class _ExtensionToolkit:
+    torch_cuda: str
+    toolkit_cuda: str
+    home: str
+    chosen_by: str
+
+
+def _extension_toolkit(ctx: RuleContext) -> _ExtensionToolkit | None:
+    facts = ctx.need(ToolkitFacts)
+    torch = ctx.get(TorchFacts)
+    cuda = torch_cuda(ctx)
+    home = facts.cuda_home
+    if torch is None or cuda is None or home is None or not home.version:
+        return None
+    return _ExtensionToolkit(cuda, home.version, home.path, home.chosen_by)
+
+
+def _point_cuda_home(ctx: RuleContext, facts: ToolkitFacts, toolkit: Toolkit, why: str) -> tuple[Fix, ...]:
+    return set_variable_fixes(ctx.platform.os, facts.shell, "CUDA_HOME", toolkit.root, why)
+
+
+def _variant_fix(ctx: RuleContext, toolkit_cuda: str) -> Fix | None:
+    """The planner's command for the installed torch release built for the toolkit's CUDA."""
+    torch = ctx.get(TorchFacts)
+    wanted = major_minor(toolkit_cuda)
+    if torch is None or not torch.public_version or wanted is None:
+        return None
+    target = dataclasses.replace(
+        install_target(ctx, torch=torch.public_version), variant=knowledge.cuda_variant(wanted)
+    )
+    plan = install.plan(target)
+    if not plan.possible:
+        return None
+    return Fix(
+        summary=f"Install the torch build for CUDA {wanted}, which matches the toolkit: {plan.reason}",
+        commands=tuple(c.command for c in plan.commands),
+        link=GET_STARTED,
+    )
+
+
+@rule(
+    code="ED402",
+    name="toolkit-major-mismatch-for-extensions",
+    severity=Severity.WARNING,
+    summary="the toolkit extensions would build with has another CUDA major version than torch",
+    needs=(ToolkitFacts, TorchFacts),
+    doc=RuleDoc(
+        what="The CUDA version of the toolkit torch.utils.cpp_extension would use (CUDA_HOME, "
+        "CUDA_PATH, the nvcc on PATH, then the default folder) against torch.version.cuda.",
+        why="cpp_extension refuses a major-version mismatch, so pip installs that compile CUDA "
+        "code (flash-attn, apex, custom ops) fail. torch itself keeps working.",
+        fix="Point CUDA_HOME at an installed toolkit of torch's major version, install one, or "
+        "install the torch build that matches the toolkit.",
+        example="CUDA_HOME=/usr/local/cuda-11.8 with torch 2.5.1+cu121: 'The detected CUDA "
+        "version (11.8) mismatches the version that was used to compile PyTorch (12.1)'.",
+    ),
+)
+def toolkit_major_mismatch_for_extensions(ctx: RuleContext) -> Iterator[Hit]:
+    found = _extension_toolkit(ctx)
+    if found is None or major(found.toolkit_cuda) == major(found.torch_cuda):
+        return
+    facts = ctx.need(ToolkitFacts)
+    message = cuda_libraries.cpp_extension_text("major_mismatch_error").format(
+        toolkit=major_minor(found.toolkit_cuda), torch=found.torch_cuda
+    )
+    fixes: list[Fix] = []
+    matching = matching_toolkit(facts, found.torch_cuda, exact=False)
+    if matching is not None:
+        fixes.extend(
+            _point_cuda_home(ctx, facts, matching, f"(the installed CUDA {matching.version} toolkit)")
+        )
+    else:
+        fixes.append(
+            Fix(
+                summary=f"Install a CUDA {found.torch_cuda} toolkit (any {major(found.torch_cuda)}.x "
+                "works; the same minor avoids a warning) and point CUDA_HOME at it",
+                link=TOOLKIT_ARCHIVE,
+            )
+        )
+    variant = _variant_fix(ctx, found.toolkit_cuda)
+    if variant is not None:
+        fixes.append(variant)
+    yield Hit(
+        title=f"CUDA extensions would build with CUDA {major_minor(found.toolkit_cuda)}, but torch "
+        f"was built with CUDA {found.torch_cuda}",
+        detail=f"torch itself is fine: {BUNDLED}. Only compiling CUDA extensions (pip installs "
+        "from source of packages such as flash-attn, apex, or your own torch.utils.cpp_extension "
+        f"code) uses a toolkit: cpp_extension takes {found.home} ({found.chosen_by}) and refuses "
+        f'a different major version with: "{message}"',
+        evidence=(
+            f"torch CUDA = {found.torch_cuda}",
+            f"CUDA_HOME for cpp_extension = {found.home} ({found.chosen_by}), CUDA {found.toolkit_cuda}",
+        ),
+        fixes=tuple(fixes),
+    )
+
+
+@rule(
+    code="ED403",
+    name="toolkit-minor-mismatch-for-extensions",
+    severity=Severity.INFO,
+    summary="the toolkit extensions would build with differs from torch's CUDA in the minor version",
+    needs=(ToolkitFacts, TorchFacts),
+    doc=RuleDoc(
+        what="The same comparison as ED402 when only the minor version differs.",
+        why="cpp_extension only warns then ('Most likely this shouldn't be a problem'); the "
+        "finding explains that warning before anyone chases it.",
+        fix="Nothing in most cases; point CUDA_HOME at a toolkit of the exact version if one is installed.",
+        example="nvcc 12.4 with torch 2.7.1+cu126.",
+    ),
+)
+def toolkit_minor_mismatch_for_extensions(ctx: RuleContext) -> Iterator[Hit]:
+    found = _extension_toolkit(ctx)
+    if found is None or major(found.toolkit_cuda) != major(found.torch_cuda):
+        return
+    if major_minor(found.toolkit_cuda) == major_minor(found.torch_cuda):
+        return
+    facts = ctx.need(ToolkitFacts)
+    message = cuda_libraries.cpp_extension_text("minor_mismatch_warning").format(
+        toolkit=major_minor(found.toolkit_cuda), torch=found.torch_cuda
+    )
+    fixes: tuple[Fix, ...] = ()
+    exact = matching_toolkit(facts, found.torch_cuda, exact=True)
+    if exact is not None:
+        fixes = _point_cuda_home(ctx, facts, exact, "to build with the exact CUDA version of torch")
+    yield Hit(
+        title=f"CUDA extensions would build with CUDA {major_minor(found.toolkit_cuda)}, torch uses "
+        f"CUDA {found.torch_cuda}: a minor difference",
+        detail=f"torch itself is fine: {BUNDLED}. When compiling CUDA extensions, cpp_extension "
+        f'({found.home}, {found.chosen_by}) only warns: "{message}"',
+        evidence=(
+            f"torch CUDA = {found.torch_cuda}",
+            f"CUDA_HOME for cpp_extension = {found.home} ({found.chosen_by}), CUDA {found.toolkit_cuda}",
+        ),
+        fixes=fixes,
+    )
+
+
+@rule(
+    code="ED404",
+    name="cuda-home-not-a-toolkit",
+    severity=Severity.WARNING,
+    summary="the CUDA_HOME torch's cpp_extension would use is missing, has no nvcc or no headers",
+    needs=(ToolkitFacts, TorchFacts),
+    doc=RuleDoc(
+        what="For a CUDA build of torch: whether the folder cpp_extension takes as CUDA_HOME "
+        "exists and holds bin/nvcc and include/cuda_runtime.h. Without CUDA_HOME/CUDA_PATH it "
+        "is the folder above the nvcc on PATH, links not followed.",
+        why="A stale CUDA_HOME or an nvcc wrapper in /usr/local/bin makes every CUDA extension "
+        "build fail with 'nvcc not found' or a missing cuda_runtime.h.",
+        fix="Set CUDA_HOME to the real toolkit folder (the command is shown), or unset a stale one.",
+        example="nvcc on PATH is /usr/local/bin/nvcc, a script running /usr/local/cuda-12.4/bin/nvcc: "
+        "cpp_extension uses CUDA_HOME=/usr/local, which has no CUDA headers.",
+    ),
+)
+def cuda_home_not_a_toolkit(ctx: RuleContext) -> Iterator[Hit]:
+    facts = ctx.need(ToolkitFacts)
+    cuda = torch_cuda(ctx)
+    home = facts.cuda_home
+    if cuda is None or home is None:
+        return
+    windows = ctx.platform.os == "windows"
+    nvcc = (ntpath if windows else posixpath).join(home.path, "bin", "nvcc.exe" if windows else "nvcc")
+    if not home.exists:
+        problem = f"{home.path} does not exist"
+        consequence = "cpp_extension cannot find nvcc at all"
+    elif not home.has_nvcc:
+        problem = f"{home.path} has no bin/nvcc"
+        consequence = f"cpp_extension stops with \"nvcc not found at '{nvcc}'\""
+    elif not home.has_headers:
+        problem = f"{home.path} has nvcc but no include/cuda_runtime.h"
+        consequence = "compiling fails with 'cuda_runtime.h: No such file or directory'"
+    else:
+        return
+    if home.chosen_by == "nvcc on PATH":
+        problem += " (torch derives it as the folder above the nvcc found on PATH, without following links)"
+    best = matching_toolkit(facts, cuda, exact=True) or matching_toolkit(facts, cuda, exact=False)
+    usable = complete_toolkits(facts.toolkits)
+    target = best or (usable[0] if usable else None)
+    fixes: tuple[Fix, ...]
+    if target is not None:
+        fixes = _point_cuda_home(ctx, facts, target, f"(the CUDA {target.version} toolkit)")
+    elif home.chosen_by in ("CUDA_HOME", "CUDA_PATH"):
+        fixes = set_variable_fixes(ctx.platform.os, facts.shell, home.chosen_by, None, "(it points nowhere)")
+    else:
+        fixes = (Fix(summary=f"Install a CUDA {cuda} toolkit and set CUDA_HOME to it", link=TOOLKIT_ARCHIVE),)
+    yield Hit(
+        title=f"CUDA_HOME as torch's cpp_extension finds it ({home.chosen_by}) is not a usable toolkit",
+        detail=f"{problem}, so {consequence} when a CUDA extension is compiled. torch itself is "
+        f"unaffected: {BUNDLED}.",
+        evidence=(f"CUDA_HOME for cpp_extension = {home.path} ({home.chosen_by})",),
+        fixes=fixes,
+    )

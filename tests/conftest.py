@@ -1,0 +1,103 @@
+"""Fixtures shared across the suite: envdoctor's cache in a temporary folder, the command line
+in-process, and one real torch child per argument list for the whole run."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+
+import pytest
+
+from envdoctor.host.base import ChildOutcome
+from envdoctor.host.fake import take_unscripted
+from envdoctor.host.live import LiveHost
+from tests.cli_support import Run, run_cli
+from tests.early import Job, stop_queue
+from tests.real_torch import RealTorchChild, real_torch_child
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    # Set in os.environ so that the CLI subprocesses the tests start inherit it too.
+    before = os.environ.get("ENVDOCTOR_CACHE_DIR")
+    os.environ["ENVDOCTOR_CACHE_DIR"] = str(tmp_path_factory.mktemp("envdoctor-cache"))
+    yield
+    if before is None:
+        os.environ.pop("ENVDOCTOR_CACHE_DIR", None)
+    else:
+        os.environ["ENVDOCTOR_CACHE_DIR"] = before
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Queue the early runs the selected tests declare (tests/early.py), and run those tests last:
+    the other tests then run while the queue works, and the runs are done when they are needed."""
+    if config.option.collectonly:
+        return
+    waiting = [item for item in items if item.get_closest_marker("early") is not None]
+    for item in waiting:
+        for marker in item.iter_markers("early"):
+            for job in marker.args:
+                assert isinstance(job, Job), f"{item.nodeid}: @pytest.mark.early takes Job objects"
+                job.start()
+    items[:] = [item for item in items if item.get_closest_marker("early") is None] + waiting
+
+
+def pytest_sessionfinish() -> None:
+    stop_queue()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed test also shows the FakeHost calls it did not script: often the reason it failed."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if report.when == "call" and report.failed:
+        unscripted = take_unscripted()
+        if unscripted:
+            report.sections.append(("FakeHost: unscripted calls", "\n".join(dict.fromkeys(unscripted))))
+
+
+@pytest.fixture(autouse=True)
+def fake_hosts_are_strict() -> Iterator[None]:
+    """Fail a test whose FakeHost was asked something the test did not script, even where the engine
+    turned the error into a failed probe or a probe caught it."""
+    take_unscripted()
+    yield
+    unscripted = take_unscripted()
+    if unscripted:
+        pytest.fail("\n".join(dict.fromkeys(unscripted)), pytrace=False)
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Callable[..., Run]:
+    """`envdoctor ARGV...` run in this process, as a user with no environment activated would run it."""
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    monkeypatch.delenv("CONDA_PREFIX", raising=False)
+
+    def invoke(*argv: str) -> Run:
+        return run_cli(capsys, monkeypatch, *argv)
+
+    return invoke
+
+
+@pytest.fixture
+def shared_torch_child(monkeypatch: pytest.MonkeyPatch) -> RealTorchChild:
+    """Live checks in this test get the real torch child, run once per argument list for the session.
+
+    Importing torch and running the CPU smoke test cost seconds per start on this machine, and for the
+    same interpreter and arguments the child answers the same within one run. Everything else a live
+    check does (other children, files, the environment) stays live.
+    """
+    spy = RealTorchChild()
+    real = LiveHost.python_json
+
+    def python_json(
+        self: LiveHost, interpreter: str, script: str, args: Sequence[str], timeout: float
+    ) -> ChildOutcome:
+        if script != "torch_probe.py":
+            return real(self, interpreter, script, args, timeout)
+        spy.asked.append(tuple(args))
+        return real_torch_child(interpreter, spy.answered_args(args), timeout)
+
+    monkeypatch.setattr(LiveHost, "python_json", python_json)
+    return spy

@@ -1,0 +1,40 @@
+"""The suite's early runs (tests/early.py): each runs once, in the background when queued, and every
+test that asks gets the same result."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from tests.early import Job, Queue
+
+
+def test_a_queued_run_happens_once_in_the_background() -> None:
+    threads: list[str] = []
+
+    def work() -> int:
+        threads.append(threading.current_thread().name)
+        return 42
+
+    queue = Queue("test-queue")  # not the suite's own queue: nothing to wait behind
+    job = Job("answer", work)
+    job.start(queue)
+    job.start(queue)  # queued already: nothing more happens
+    assert job.result() == 42 and job.result() == 42
+    assert len(threads) == 1 and threads[0].startswith("test-queue")
+    queue.stop()
+
+
+def test_a_run_nobody_queued_runs_when_asked_and_a_failure_is_raised() -> None:
+    calls: list[int] = []
+    job = Job("inline", lambda: calls.append(1) or len(calls))
+    assert job.result() == 1 and job.result() == 1 and calls == [1]
+    job.replace(7)
+    assert job.result() == 7
+
+    def broken() -> int:
+        raise RuntimeError("no torch here")
+
+    with pytest.raises(RuntimeError, match="no torch here"):
+        Job("broken", broken).result()

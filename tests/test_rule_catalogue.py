@@ -1,0 +1,124 @@
+"""The rule catalogue `rules` and `explain` read: the registry's words, cached, never stale."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from envdoctor import rule_catalogue
+from envdoctor.rule_catalogue import explain_text, fingerprint, from_registry, load, rules_json, rules_text
+from envdoctor.rules import RULES
+
+
+def old_explain(code: str) -> str:
+    """`explain` as cli.py printed it straight from the registry before the catalogue."""
+    rule = next(r for r in RULES if r.code == code)
+    lines = [f"{rule.code} {rule.name} ({rule.severity.value}, area: {rule.area})", f"{rule.summary}\n"]
+    for heading, text in (
+        ("What it checks", rule.doc.what),
+        ("Why it matters", rule.doc.why),
+        ("How to fix", rule.doc.fix),
+        ("Example", rule.doc.example),
+    ):
+        lines.append(f"{heading}:\n  {text}\n")
+    return "".join(f"{line}\n" for line in lines)
+
+
+def test_the_catalogue_says_what_the_registry_says() -> None:
+    entries = from_registry()
+    assert [e[0] for e in entries] == [r.code for r in RULES]
+    for entry in entries:
+        assert explain_text(entry) == old_explain(entry[0])
+    width = max(len(r.name) for r in RULES)
+    assert rules_text(entries) == "".join(
+        f"{r.code}  {r.name:<{width}}  {r.severity.value:<7}  {r.summary}\n" for r in RULES
+    )
+    assert json.loads(rules_json(entries)) == [
+        {"code": r.code, "name": r.name, "severity": r.severity.value, "area": r.area, "summary": r.summary}
+        for r in RULES
+    ]
+
+
+def test_found_by_code_in_any_case_or_by_name() -> None:
+    entries = from_registry()
+    first = RULES[0]
+    assert rule_catalogue.find(entries, f" {first.code.lower()} ") == rule_catalogue.find(entries, first.name)
+    assert rule_catalogue.find(entries, "ED000") is None
+
+
+@pytest.fixture
+def package(tmp_path: Path) -> Path:
+    """A stand-in package tree: what the fingerprint watches."""
+    root = tmp_path / "pkg"
+    (root / "rules").mkdir(parents=True)
+    (root / "rules" / "a.py").write_text("x = 1\n")
+    (root / "knowledge.json").write_text("{}\n")
+    return root
+
+
+def test_a_second_run_reads_the_cache_and_an_edit_rebuilds_it(
+    package: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    environ = {"ENVDOCTOR_CACHE_DIR": str(tmp_path / "cache")}
+    built = load(environ, str(package))
+    assert built == from_registry()
+    assert len(list((tmp_path / "cache").iterdir())) == 1
+
+    def no_registry() -> tuple[rule_catalogue.Entry, ...]:
+        raise AssertionError("the registry was imported although the cache matched")
+
+    monkeypatch.setattr(rule_catalogue, "from_registry", no_registry)
+    assert load(environ, str(package)) == built
+
+    source = package / "rules" / "a.py"
+    before = fingerprint(str(package))
+    source.write_text("x = 22\n")  # another size
+    os.utime(source, ns=(1, 1))
+    assert fingerprint(str(package)) != before
+    edited = (("ED999", "edited", "error", "area", "summary", "w", "y", "f", "e"),)
+    monkeypatch.setattr(rule_catalogue, "from_registry", lambda: edited)
+    assert load(environ, str(package)) == edited
+    monkeypatch.setattr(rule_catalogue, "from_registry", no_registry)
+    assert load(environ, str(package)) == edited  # and the rebuilt catalogue was cached
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["not json", "[]", '{"schema": "envdoctor.rule-catalogue/1", "key": "KEY", "rules": [["ED1"]]}'],
+    ids=["garbage", "not-a-table", "short-row"],
+)
+def test_a_damaged_cache_is_rebuilt(content: str, package: Path, tmp_path: Path) -> None:
+    environ = {"ENVDOCTOR_CACHE_DIR": str(tmp_path / "cache")}
+    load(environ, str(package))
+    (cached,) = (tmp_path / "cache").iterdir()
+    cached.write_text(content.replace("KEY", fingerprint(str(package))))
+    assert load(environ, str(package)) == from_registry()
+    assert json.loads(cached.read_text())["key"] == fingerprint(str(package))
+
+
+def test_an_unwritable_cache_costs_only_time(package: Path, tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    environ = {"ENVDOCTOR_CACHE_DIR": str(blocker / "cache")}  # a folder inside a file: no way
+    assert load(environ, str(package)) == from_registry()
+
+
+@pytest.mark.parametrize(
+    ("platform", "environ", "expected"),
+    [
+        ("linux", {"HOME": "/h"}, ("/h", ".cache", "envdoctor")),
+        ("linux", {"HOME": "/h", "XDG_CACHE_HOME": "/x"}, ("/x", "envdoctor")),
+        ("darwin", {"HOME": "/h"}, ("/h", "Library", "Caches", "envdoctor")),
+        ("win32", {"LOCALAPPDATA": "L"}, ("L", "envdoctor", "Cache")),
+        ("win32", {}, None),
+        ("linux", {"HOME": "/h", "ENVDOCTOR_CACHE_DIR": "/e"}, ("/e",)),
+    ],
+)
+def test_cache_folder_per_platform(
+    platform: str, environ: dict[str, str], expected: tuple[str, ...] | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rule_catalogue.sys, "platform", platform)
+    assert rule_catalogue.cache_dir(environ) == (None if expected is None else os.path.join(*expected))
