@@ -168,6 +168,7 @@ def test_measurement_names_belong_to_measurements_only() -> None:
         "SystemFacts.memory_available_bytes",
         "SystemFacts.disk_free_bytes",
         "TorchFacts.import_seconds",
+        "CompanionLoad.seconds",
         "SmokeFacts.seconds",
         "SmokeDevice.seconds",
         "SmokeDevice.memory_free_before",
