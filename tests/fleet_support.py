@@ -3,7 +3,6 @@ variables srun, mpirun or a Kubernetes pod would set. Everything is bounded in t
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import socket
@@ -58,22 +57,27 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-@functools.lru_cache(maxsize=1)
 def startup_seconds() -> float:
-    """How long a rank takes to start here (import torch and envdoctor's CLI): timeouts scale with it,
-    so the tests hold on a loaded machine and stay short on an idle one."""
+    """How long a rank takes to start here and now (import torch and envdoctor's CLI): timeouts scale
+    with it, so the tests hold on a loaded machine and stay short on an idle one."""
     started = time.monotonic()
     subprocess.run([PYTHON, "-c", "import torch, envdoctor.cli"], check=True, timeout=120, cwd=ROOT)
     return time.monotonic() - started
 
 
-def job_timeout() -> float:
-    """--timeout for the jobs that must wait for a rank: start-up, then the phases."""
-    return round(max(6.0, 3.0 + 3.0 * startup_seconds()), 1)
+def job_timeout(ranks: int) -> float:
+    """--timeout for a job of `ranks` processes on this machine that must wait for a missing rank:
+    their start-up (sharing the CPUs), then the phases, which need a few seconds."""
+    crowd = max(1.0, ranks / (os.cpu_count() or 1))
+    return round(5.0 + 3.0 * startup_seconds() * crowd, 1)
+
+
+# Taken at import: the jobs run in the background (tests/early.py) while other tests patch os.environ.
+_ENVIRON = dict(os.environ)
 
 
 def base_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ENVDOCTOR_TEST_", "NCCL_", "GLOO_"))}
+    env = {k: v for k, v in _ENVIRON.items() if not k.startswith(("ENVDOCTOR_TEST_", "NCCL_", "GLOO_"))}
     for name in (
         "RANK",
         "WORLD_SIZE",
@@ -84,7 +88,8 @@ def base_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
         "GITHUB_STEP_SUMMARY",
     ):
         env.pop(name, None)
-    env.update({"GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"})
+    # ENVDOCTOR_TRACE: each rank's steps on stderr, which a failing test shows.
+    env.update({"GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1", "ENVDOCTOR_TRACE": "1"})
     env.update(extra or {})
     return env
 
