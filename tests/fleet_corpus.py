@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import random
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,28 +61,65 @@ def _variants() -> dict[str, dict[str, Any]]:
     return {"base": base, "other_torch": other, "extra_gpu": extra, "old_driver": _load(OLD_DRIVER)}
 
 
-def _measure(data: dict[str, Any], rng: random.Random, number: int) -> None:
-    """This node's own run: when, how long each probe took, free memory and disk, smoke timings."""
-    data["created"] = f"2026-11-30T{number // 3600 % 24:02d}:{number // 60 % 60:02d}:{number % 60:02d}+00:00"
+Draw = Callable[[random.Random, int], str]  # (rng, node number) -> a value's JSON text
+_SLOT = re.compile(r'"\\u0000(\d+)\\u0000"')
+
+
+def _number(low: float, high: float, whole: bool = False) -> Draw:
+    if whole:
+        return lambda rng, _: str(rng.randrange(int(low), int(high)))
+    return lambda rng, _: repr(rng.uniform(low, high))
+
+
+def _created(rng: random.Random, number: int) -> str:
+    return f'"2026-11-30T{number // 3600 % 24:02d}:{number // 60 % 60:02d}:{number % 60:02d}+00:00"'
+
+
+def _measure(data: dict[str, Any], slot: Callable[[Draw], str]) -> None:
+    """Mark what each node measures on its own run: when, how long each probe took, free memory and
+    disk, smoke timings and errors."""
+    data["created"] = slot(_created)
     for probe in data["probes"]:
-        probe["seconds"] = round(rng.uniform(0.001, 3.0), 3)
+        probe["seconds"] = slot(_number(0.001, 3.0))
         facts = probe.get("facts") or {}
         if probe["probe"] == "system":
-            facts["memory_available_bytes"] = rng.randrange(2**34, 2**39)
-            facts["disk_free_bytes"] = rng.randrange(2**33, 2**38)
+            facts["memory_available_bytes"] = slot(_number(2**34, 2**39, whole=True))
+            facts["disk_free_bytes"] = slot(_number(2**33, 2**38, whole=True))
         if probe["probe"] == "torch":
-            facts["import_seconds"] = round(rng.uniform(0.8, 4.0), 3)
+            facts["import_seconds"] = slot(_number(0.8, 4.0))
             for device in (facts.get("smoke") or {}).get("devices", []):
-                device["seconds"] = rng.uniform(0.01, 1.0)
+                device["seconds"] = slot(_number(0.01, 1.0))
                 if device.get("memory_free_before") is not None:
-                    device["memory_free_before"] = rng.randrange(2**35, 2**36)
-                    device["memory_free_after"] = device["memory_free_before"] - rng.randrange(2**20, 2**26)
+                    device["memory_free_before"] = slot(_number(2**35, 2**36, whole=True))
+                    device["memory_free_after"] = slot(_number(2**34, 2**35, whole=True))
                 for step in device.get("steps", []):
-                    step["seconds"] = rng.uniform(0.0001, 0.05)
+                    step["seconds"] = slot(_number(0.0001, 0.05))
                     if step.get("time_per_iter") is not None:
-                        step["time_per_iter"] = rng.uniform(1e-5, 1e-3)
+                        step["time_per_iter"] = slot(_number(1e-5, 1e-3))
                     if step.get("max_error") is not None:
-                        step["max_error"] = rng.uniform(1e-7, 1e-3) * (step.get("tolerance") or 1.0)
+                        step["max_error"] = slot(_number(0.0, (step.get("tolerance") or 1.0) / 2))
+
+
+def _template(data: dict[str, Any]) -> tuple[list[str], list[Draw]]:
+    """The snapshot's compact JSON cut at each measured value, and how each node draws that value:
+    writing a node is then a join, not a json.dumps."""
+    draws: list[Draw] = []
+
+    def slot(draw: Draw) -> str:
+        draws.append(draw)
+        return f"\x00{len(draws) - 1}\x00"
+
+    _measure(data, slot)
+    pieces = _SLOT.split(json.dumps(data, separators=(",", ":")))
+    return pieces[0::2], [draws[int(i)] for i in pieces[1::2]]
+
+
+def _render(template: tuple[list[str], list[Draw]], rng: random.Random, number: int) -> str:
+    parts, draws = template
+    out = [parts[0]]
+    for draw, part in zip(draws, parts[1:]):
+        out += (draw(rng, number), part)
+    return "".join(out)
 
 
 def write_corpus(folder: Path, nodes: int, seed: int = 12) -> Corpus:
@@ -88,6 +127,8 @@ def write_corpus(folder: Path, nodes: int, seed: int = 12) -> Corpus:
     damaged file and one JSON file that is no snapshot."""
     rng = random.Random(seed)
     variants = _variants()
+    corrupt = json.dumps(variants["base"])[:3000]
+    templates = {kind: _template(data) for kind, data in variants.items()}
     corpus = Corpus(folder=folder, nodes=nodes)
     for number in range(1, nodes + 1):
         name = f"rack{(number - 1) // 500:02d}/node{number:05d}"
@@ -101,13 +142,12 @@ def write_corpus(folder: Path, nodes: int, seed: int = 12) -> Corpus:
             kind, into = "base", None
         if into is not None:
             into.append(name)
-        data = variants[kind]
-        _measure(data, rng, number)
         path = folder / f"{name}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
+        if number % 500 == 1:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(_render(templates[kind], rng, number), encoding="utf-8")
     corpus.corrupt = folder / "rack00" / "node00000-damaged.json"
-    corpus.corrupt.write_text(json.dumps(variants["base"])[:3000], encoding="utf-8")
+    corpus.corrupt.write_text(corrupt, encoding="utf-8")
     corpus.foreign = folder / "report.json"
     corpus.foreign.write_text(json.dumps({"schema": "envdoctor.report/1", "findings": []}), encoding="utf-8")
     return corpus
