@@ -3,9 +3,12 @@ diagnosis of nodes whose facts agree (measurements aside)."""
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import json
 import random
+import shutil
+import tempfile
 import typing
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -22,21 +25,35 @@ from envdoctor.probes import PROBES
 from envdoctor.settings import Settings
 from envdoctor.snapshot import snapshot_from_data
 from tests.cli_support import run_cli
+from tests.early import Job
 from tests.fixture_support import FIXTURES, fixture_names
 from tests.fleet_corpus import Corpus, write_corpus
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
-    return write_corpus(tmp_path_factory.mktemp("fleet") / "snaps", 10_000)
-
-
-@pytest.fixture(scope="module")
-def fleet_report(corpus: Corpus) -> FleetReport:
+def _fleet() -> tuple[Corpus, FleetReport]:
+    """10,000 generated snapshots, written and judged in the background while other tests run."""
+    folder = Path(tempfile.mkdtemp(prefix="envdoctor-fleet-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    corpus = write_corpus(folder / "snaps", 10_000)
     facts = diagnose_files(list_entries([str(corpus.folder)]), Settings())
-    return build_report(facts, Settings(), "test")
+    return corpus, build_report(facts, Settings(), "test")
 
 
+FLEET = Job("envdoctor fleet: 10,000 generated snapshots", _fleet)
+early_fleet = pytest.mark.early(FLEET)
+
+
+@pytest.fixture
+def corpus() -> Corpus:
+    return FLEET.result()[0]
+
+
+@pytest.fixture
+def fleet_report() -> FleetReport:
+    return FLEET.result()[1]
+
+
+@early_fleet
 def test_ten_thousand_snapshots_are_grouped_by_stack_and_verdict(
     corpus: Corpus, fleet_report: FleetReport
 ) -> None:
@@ -54,6 +71,7 @@ def test_ten_thousand_snapshots_are_grouped_by_stack_and_verdict(
     assert list(by_size[len(corpus.old_driver)].nodes) == corpus.old_driver
 
 
+@early_fleet
 def test_corrupt_and_foreign_files_are_named_and_the_rest_diagnosed(
     corpus: Corpus, fleet_report: FleetReport
 ) -> None:
@@ -66,6 +84,7 @@ def test_corrupt_and_foreign_files_are_named_and_the_rest_diagnosed(
     assert "The other 10,000 nodes were diagnosed" in finding.detail
 
 
+@early_fleet
 def test_ten_thousand_snapshots_findings(corpus: Corpus, fleet_report: FleetReport) -> None:
     found = {(f.code, f.title.split(" differ")[0]): f for f in fleet_report.findings}
     torch = found[("ED801", "torch")]
@@ -84,6 +103,7 @@ def test_ten_thousand_snapshots_findings(corpus: Corpus, fleet_report: FleetRepo
     assert fleet_report.exit_code == 1
 
 
+@early_fleet
 def test_fleet_cli_json_on_a_rack(
     corpus: Corpus, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
