@@ -35,7 +35,8 @@ def check(
 
 def failed_findings(report: Report) -> tuple[Finding, ...]:
     failing = {Severity.ERROR} | ({Severity.WARNING} if report.strict else set())
-    return tuple(f for f in report.findings if f.severity in failing)
+    # One root cause, one problem: findings folded under their cause are not listed again.
+    return tuple(f for f in report.primary if f.severity in failing)
 
 
 def message(report: Report, failed: tuple[Finding, ...]) -> str:

@@ -16,6 +16,7 @@ import typer
 from envdoctor import __version__
 from envdoctor.cli_check import BugReportFormat, ReportFormat, check_options, emit, settings_for
 from envdoctor.cli_help import COMMAND_HELP, ROOT_HELP, VERSION_HELP
+from envdoctor.cli_update import register as register_update
 
 if TYPE_CHECKING:
     from envdoctor.model import Interpreter, PlatformInfo, ProbeResult
@@ -90,6 +91,8 @@ def _live_report_inputs(
     probes: Sequence[ProbeSpec[Any]] | None = None,
     smoke: bool = True,
     smoke_size: int | None = None,
+    offline: bool = False,
+    details: bool = False,
 ) -> tuple[PlatformInfo, Interpreter, tuple[ProbeResult, ...]]:
     from envdoctor.engine import run_probes
     from envdoctor.host.live import LiveHost
@@ -101,9 +104,13 @@ def _live_report_inputs(
         target = start_target(host, python)
     except TargetError as exc:
         fail(str(exc))
-    options = CheckOptions(smoke=smoke, smoke_size=smoke_size, timeout=timeout)
+    options = CheckOptions(
+        smoke=smoke, smoke_size=smoke_size, timeout=timeout, offline=offline, details=details
+    )
     ctx = ProbeContext(host=host, target=target, options=options)
     chosen = PROBES if probes is None else probes
+    if not details:  # what only a bug report needs is not collected for a check
+        chosen = tuple(p for p in chosen if not p.on_request)
     results = run_probes(ctx, chosen, while_waiting=lambda: _warm_renderer(fmt))
     try:
         target.info  # noqa: B018 - an interpreter that did not answer is exit 2, not a finding
@@ -138,8 +145,9 @@ def check(
     python: Optional[str] = typer.Option(
         None,
         "--python",
-        help="The interpreter to examine (default: $VIRTUAL_ENV, $CONDA_PREFIX, "
-        "else the one envdoctor runs in).",
+        help="The interpreter to examine: a path, an environment folder (.venv) or a command on PATH "
+        "(python3.12); default: $VIRTUAL_ENV, $CONDA_PREFIX, else the one envdoctor runs in, or, where "
+        "that has no torch (pipx, uv tool), ./.venv, ./venv, the conda base or python3 on PATH.",
     ),
     from_snapshot: Optional[str] = typer.Option(
         None, "--from", help="Diagnose a snapshot written by `envdoctor snapshot` instead."
@@ -156,6 +164,12 @@ def check(
         metavar="N",
         help="Smoke-test matrix size (default: 1024 on GPUs, reduced to fit free memory; 256 on the "
         "CPU, which uses at most 1024).",
+    ),
+    offline: bool = typer.Option(
+        False,
+        "--offline",
+        help="Ask nothing of the network: fixes then use local sources or say they were not checked "
+        "(also ENVDOCTOR_OFFLINE=1).",
     ),
     requested: Optional[dict[str, Any]] = None,  # the options check_options adds, keyed by option name
 ) -> None:
@@ -178,7 +192,13 @@ def check(
         report = judge(snap.platform, snap.interpreter, snap.probes, settings, source=from_snapshot)
     else:
         inputs = _live_report_inputs(
-            python, timeout, fmt, selected_probes(settings), smoke=not no_smoke, smoke_size=smoke_size
+            python,
+            timeout,
+            fmt,
+            selected_probes(settings),
+            smoke=not no_smoke,
+            smoke_size=smoke_size,
+            offline=offline,
         )
         report = judge(*inputs, settings)
     emit(report, fmt, verbose, output, _write)
@@ -201,7 +221,7 @@ def snapshot(
     _check_timeout(timeout)
     _check_smoke_size(smoke_size)
     platform, interpreter, probes = _live_report_inputs(
-        python, timeout, smoke=not no_smoke, smoke_size=smoke_size
+        python, timeout, smoke=not no_smoke, smoke_size=smoke_size, details=True
     )
     text = dumps(Snapshot(platform, interpreter, probes, description=description))
     _write(text, output)
@@ -237,7 +257,7 @@ def bug_report(
         except SnapshotError as exc:
             fail(str(exc))
     else:
-        snap = Snapshot(*_live_report_inputs(python, timeout, fmt))
+        snap = Snapshot(*_live_report_inputs(python, timeout, fmt, details=True))
     _write(render_report(snap, fmt.value, os.environ, source=from_snapshot or "live"), output)
 
 
@@ -305,6 +325,9 @@ def install(
     fmt: OutputFormat = typer.Option(
         OutputFormat.console, "--format", "-f", help="Output format.", case_sensitive=False
     ),
+    offline: bool = typer.Option(
+        False, "--offline", help="Ask nothing of the network (no check that an index answers)."
+    ),
 ) -> None:
     from envdoctor.cli_lean import CommandError
     from envdoctor.cli_lean import install as body
@@ -319,6 +342,7 @@ def install(
         "gpu": gpu,
         "manager": manager.value if manager else None,
         "mirror": mirror,
+        "offline": offline,
     }
     try:
         text, code = body(options, fmt.value)
@@ -327,6 +351,8 @@ def install(
     _write(text, None)
     raise typer.Exit(code)
 
+
+register_update(app, fail)
 
 # `fleet` (many snapshots) and `cluster` (a launched job) live in their own module.
 from envdoctor import cli_fleet  # noqa: E402

@@ -36,6 +36,10 @@ COMMAND_HELP: dict[str, str] = {
     "install": "Print the pinned pip/uv/conda command that installs a working torch here (or on a "
     "described machine).\n\nExit codes: 0 a command was found, 1 no build fits (the output says what "
     "to change), 2 bad options.",
+    "update": "Refresh envdoctor's release data from the package indexes into an overlay in your cache "
+    "folder.\n\nReads PyTorch's per-variant wheel pages and the default index (pip's configured index, "
+    "else pip's default); `check` and `install` then know the newer releases. What an index cannot tell "
+    "(GPU arch lists, minimum drivers) is carried forward from the nearest known build, marked assumed.",
     "fleet": "Diagnose many nodes' snapshots at once: nodes grouped by stack, skew between them, failing "
     "nodes.\n\nSnapshots come from `envdoctor snapshot -o snaps/NODE.json` on each node (srun, a "
     "DaemonSet, ...).\nExit codes as `check`: 0 healthy, 1 problems found, 2 bad options or no "

@@ -57,30 +57,38 @@ def install(options: Mapping[str, Any], fmt: str) -> tuple[str, int]:
         gpus=tuple(options.get("gpu") or ()),
         manager=options.get("manager"),
         mirror=options.get("mirror"),
+        offline=bool(options.get("offline")),
     )
     try:
         session = run(given, LiveHost())
     except RequestError as exc:
         raise CommandError(str(exc)) from None
     render = render_json if fmt == "json" else render_text
-    return render(session.plan, session.inputs), 0 if session.plan.possible else 1
+    return render(session.plan, session.inputs, session.target.os), 0 if session.plan.possible else 1
 
 
 # --- the options these commands take, as typer declares them in cli.py ------------------------------
 
 
 class Opt:
-    """One option taking one value: its parameter name, its flags, its choices (case-insensitive)."""
+    """One option: its parameter name, its flags, its choices (case-insensitive); it takes one value,
+    or none when it is a switch (`is_flag`: present means True)."""
 
-    __slots__ = ("choices", "dest", "flags", "multiple")
+    __slots__ = ("choices", "dest", "flags", "is_flag", "multiple")
 
     def __init__(
-        self, dest: str, flags: tuple[str, ...], choices: tuple[str, ...] = (), multiple: bool = False
+        self,
+        dest: str,
+        flags: tuple[str, ...],
+        choices: tuple[str, ...] = (),
+        multiple: bool = False,
+        is_flag: bool = False,
     ) -> None:
         self.dest = dest
         self.flags = flags
         self.choices = choices
         self.multiple = multiple
+        self.is_flag = is_flag
 
 
 _FORMATS = ("console", "json")
@@ -97,6 +105,7 @@ OPTIONS: dict[str, tuple[Opt, ...]] = {
         Opt("manager", ("--manager", "-m"), ("pip", "uv", "conda")),
         Opt("mirror", ("--mirror",)),
         Opt("fmt", ("--format", "-f"), _FORMATS),
+        Opt("offline", ("--offline",), is_flag=True),
     ),
 }
 
@@ -122,6 +131,11 @@ def parse(args: Sequence[str], options: Sequence[Opt]) -> dict[str, Any] | None:
         opt = by_flag.get(arg)
         if opt is None:
             return None
+        if opt.is_flag:
+            if value is not None:  # --offline=yes: click's to refuse
+                return None
+            values[opt.dest] = True
+            continue
         if value is None:
             if not rest:
                 return None

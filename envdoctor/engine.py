@@ -10,7 +10,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from envdoctor import __version__
@@ -131,7 +131,66 @@ def evaluate(ctx: RuleContext, rules: Sequence[Rule] | None = None) -> tuple[Fin
             for hit in hits
         )
     findings.sort(key=lambda f: (-f.severity.rank, f.code))
-    return tuple(findings)
+    return without_repeated_commands(fold(tuple(findings), rules))
+
+
+def fold(findings: tuple[Finding, ...], rules: Sequence[Rule]) -> tuple[Finding, ...]:
+    """One root cause, one finding: a finding whose rule names a present finding's rule among its
+    causes (Rule.consequence_of) is folded under the root of that chain and loses its fixes, so
+    the report never offers the cure of a symptom beside the cure of its cause.
+
+    The findings keep their order and severities (the exit code and JSON consumers see them all);
+    only `folded_under` and the fixes change.
+    """
+    causes = {rule.code: rule.consequence_of for rule in rules}
+    present = {finding.code for finding in findings}
+
+    def root(code: str, seen: frozenset[str]) -> str:
+        for cause in causes.get(code, ()):
+            if cause in present and cause not in seen:
+                return root(cause, seen | {code})
+        return code
+
+    tops = {finding.code: root(finding.code, frozenset()) for finding in findings}
+    # A root must stand on its own; in a cycle of declarations (a registry test forbids them) no
+    # code does, and then nothing in it is folded rather than everything hidden.
+    standing = {code for code, top in tops.items() if top == code}
+    folded = []
+    for finding in findings:
+        top = tops[finding.code]
+        if top != finding.code and top in standing:
+            finding = replace(finding, folded_under=top, fixes=())
+        folded.append(finding)
+    return tuple(folded)
+
+
+def without_repeated_commands(findings: tuple[Finding, ...]) -> tuple[Finding, ...]:
+    """The same command never twice in one report: in reading order (findings by severity, fixes in
+    order), a command already shown is left out of later fixes, and the fix says where it is."""
+    shown: dict[str, str] = {}  # command -> the code of the finding that shows it first
+    cleaned = []
+    for finding in findings:
+        fixes = []
+        for fix in finding.fixes:
+            kept = tuple(c for c in fix.commands if c not in shown)
+            repeated = [c for c in fix.commands if c in shown]
+            for command in kept:
+                shown[command] = finding.code
+            if not repeated:
+                fixes.append(fix)
+                continue
+            where = sorted({shown[c] for c in repeated})
+            place = (
+                "in the fix above"
+                if where == [finding.code]
+                else "under " + ", ".join(w for w in where) + " above"
+            )
+            count = "its command is" if len(repeated) == 1 else f"{len(repeated)} of its commands are"
+            if kept:
+                count = "1 more command is" if len(repeated) == 1 else f"{len(repeated)} more commands are"
+            fixes.append(replace(fix, summary=f"{fix.summary} ({count} shown {place})", commands=kept))
+        cleaned.append(replace(finding, fixes=tuple(fixes)) if fixes != list(finding.fixes) else finding)
+    return tuple(cleaned)
 
 
 def area_verdicts(
@@ -141,7 +200,7 @@ def area_verdicts(
     verdicts = []
     for result in probes:
         spec = by_name.get(result.probe)
-        if spec is None:
+        if spec is None or spec.on_request:
             continue
         worst = max((f.severity for f in findings if f.area == result.probe), default=Severity.OK)
         details: tuple[str, ...] = ()
@@ -217,9 +276,9 @@ def registry_names() -> Names:
 def selected_probes(
     settings: Settings, specs: Sequence[ProbeSpec[Any]] = PROBES
 ) -> tuple[ProbeSpec[Any], ...]:
-    """The probes --only/--skip keep, in registry order."""
+    """The probes --only/--skip keep, in registry order (those run only on request never)."""
     names = settings.probe_names(tuple(p.name for p in specs))
-    return tuple(p for p in specs if p.name in names)
+    return tuple(p for p in specs if p.name in names and not p.on_request)
 
 
 def judge(

@@ -86,6 +86,18 @@ class Finding:
     area: str
     evidence: tuple[str, ...] = ()
     fixes: tuple[Fix, ...] = ()
+    # The code of the finding this one is a consequence of (engine.fold): shown under it, without
+    # fixes of its own. None for a finding that stands on its own.
+    folded_under: str | None = None
+
+
+@dataclass(frozen=True)
+class StaleVariable:
+    """An activation variable ($VIRTUAL_ENV, $CONDA_PREFIX) naming a folder with no Python in it."""
+
+    variable: str
+    path: str
+    exists: bool  # the folder is there, without an interpreter; else it is gone
 
 
 @dataclass(frozen=True)
@@ -94,6 +106,11 @@ class Interpreter:
 
     path: str
     reason: str
+    # Activation variables passed over because their environment is gone (rule ED004).
+    stale: tuple[StaleVariable, ...] = ()
+    # envdoctor's own isolated environment (a pipx or uv tool install, or any without torch),
+    # examined only because no project environment was found: no fix installs torch into it.
+    own_isolated: bool = False
 
 
 @dataclass(frozen=True)
@@ -187,6 +204,21 @@ class Report:
     @property
     def worst(self) -> Severity:
         return max((f.severity for f in self.findings), default=Severity.OK)
+
+    @property
+    def primary(self) -> tuple[Finding, ...]:
+        """The findings that stand on their own: what a reader sees first (folded ones go under)."""
+        return tuple(f for f in self.findings if f.folded_under is None)
+
+    def consequences(self, finding: Finding) -> tuple[Finding, ...]:
+        """The findings folded under `finding`."""
+        if finding.folded_under is not None:
+            return ()
+        # Two findings of one code: the consequences go under the first, which the reader meets first.
+        first = next((f for f in self.findings if f.code == finding.code and f.folded_under is None), None)
+        if first is not finding:
+            return ()
+        return tuple(f for f in self.findings if f.folded_under == finding.code)
 
     @property
     def status(self) -> str:

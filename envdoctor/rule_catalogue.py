@@ -20,11 +20,12 @@ import zlib
 from collections.abc import Mapping, Sequence
 
 # One rule as shown: code, name, severity, area, summary, then the four documentation paragraphs.
-FIELDS = ("code", "name", "severity", "area", "summary", "what", "why", "fix", "example")
-Entry = tuple[str, str, str, str, str, str, str, str, str]
+FIELDS = ("code", "name", "severity", "area", "summary", "what", "why", "fix", "example", "folded_under")
+# folded_under: the codes whose finding this rule's finding is folded under, comma-separated ("": none)
+Entry = tuple[str, str, str, str, str, str, str, str, str, str]
 
 PACKAGE = os.path.dirname(os.path.abspath(__file__))
-_SCHEMA = "envdoctor.rule-catalogue/1"
+_SCHEMA = "envdoctor.rule-catalogue/2"
 
 
 def from_registry() -> tuple[Entry, ...]:
@@ -42,6 +43,7 @@ def from_registry() -> tuple[Entry, ...]:
             r.doc.why,
             r.doc.fix,
             r.doc.example,
+            ", ".join(r.consequence_of),
         )
         for r in RULES
     )
@@ -94,7 +96,7 @@ def _read(path: str, key: str) -> tuple[Entry, ...] | None:
     for row in rows:
         if not (isinstance(row, list) and len(row) == len(FIELDS) and all(isinstance(v, str) for v in row)):
             return None
-        entries.append(tuple(row))  # nine strings, checked above
+        entries.append(tuple(row))  # ten strings, checked above
     return tuple(entries)
 
 
@@ -140,7 +142,7 @@ def find(entries: Sequence[Entry], wanted: str) -> Entry | None:
 
 
 def explain_text(entry: Entry) -> str:
-    code, name, severity, area, summary, what, why, fix, example = entry
+    code, name, severity, area, summary, what, why, fix, example, folded_under = entry
     lines = [f"{code} {name} ({severity}, area: {area})", f"{summary}\n"]
     for heading, text in (
         ("What it checks", what),
@@ -149,6 +151,10 @@ def explain_text(entry: Entry) -> str:
         ("Example", example),
     ):
         lines.append(f"{heading}:\n  {text}\n")
+    if folded_under:
+        lines.append(
+            f"Folded under:\n  {folded_under}, when one of them is found (one root cause, one finding)\n"
+        )
     return "".join(line + "\n" for line in lines)
 
 

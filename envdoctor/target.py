@@ -1,10 +1,12 @@
-"""Which Python environment is examined: --python, else $VIRTUAL_ENV, else $CONDA_PREFIX, else ours."""
+"""Which Python environment is examined: --python, else $VIRTUAL_ENV, else $CONDA_PREFIX, else ours
+(or, when ours holds no torch, the user's project environment: see choose.py)."""
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
 
+from envdoctor import choose
 from envdoctor.host.base import Host
 from envdoctor.host.ending import ChildEnding
 from envdoctor.model import Interpreter
@@ -76,37 +78,24 @@ class Target:
 
 
 def choose_interpreter(host: Host, explicit: str | None) -> Interpreter:
-    """The interpreter to examine and the reason, before anything is run."""
-    windows = host.platform().system == "Windows"
+    """The interpreter to examine and the reason, before anything is run.
+
+    --python, else the active environment ($VIRTUAL_ENV, $CONDA_PREFIX), else envdoctor's own
+    interpreter when torch is there; an own environment without torch (a pipx or uv tool install)
+    is no project's: the user's is looked for first (choose.py)."""
     if explicit:
-        return Interpreter(path=explicit, reason="given with --python")
-    env = host.env
-    for variable in ("VIRTUAL_ENV", "CONDA_PREFIX"):
-        prefix = env.get(variable)
-        if not prefix:
-            continue
-        for candidate in _env_pythons(prefix, windows):
-            if host.exists(candidate):
-                return Interpreter(path=candidate, reason=f"the active environment (${variable})")
-    return Interpreter(path=host.own_python, reason="the interpreter envdoctor runs in")
-
-
-def _env_pythons(prefix: str, windows: bool) -> tuple[str, ...]:
-    sep = "\\" if windows else "/"
-    prefix = prefix.rstrip("\\/")
-    if windows:
-        return (f"{prefix}{sep}python.exe", f"{prefix}{sep}Scripts{sep}python.exe")
-    return (f"{prefix}/bin/python", f"{prefix}/bin/python3")
+        found = choose.explicit(host, explicit)
+        return found if isinstance(found, Interpreter) else Interpreter(explicit, "given with --python")
+    return choose.implicit(host)
 
 
 def _chosen(host: Host, explicit: str | None) -> Interpreter:
-    interpreter = choose_interpreter(host, explicit)
-    path = interpreter.path
-    if explicit and not host.exists(path):
-        raise TargetError(f"--python {path}: no such file; expected the path of a Python interpreter")
-    if explicit and host.is_dir(path):
-        raise TargetError(f"--python {path}: is a folder; expected an interpreter such as {path}/bin/python")
-    return interpreter
+    if not explicit:
+        return choose_interpreter(host, None)
+    found = choose.explicit(host, explicit)
+    if isinstance(found, str):
+        raise TargetError(found)
+    return found
 
 
 def resolve_target(host: Host, explicit: str | None) -> Target:

@@ -1,5 +1,12 @@
 """Fixtures shared across the suite: envdoctor's cache in a temporary folder, the command line
-in-process, and one real torch child per argument list for the whole run."""
+in-process, one real torch child per argument list for the whole run, and no network beyond
+127.0.0.1.
+
+`check` and `install` ask PyTorch's index and the configured ones whether they answer; here they
+are told they are offline (ENVDOCTOR_OFFLINE, which the children the tests start inherit too).
+Tests of reachability serve their own index on 127.0.0.1 and call the checks directly, or give a
+FakeHost the answers.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +21,8 @@ from envdoctor.host.live import LiveHost
 from tests.cli_support import Run, run_cli
 from tests.early import Job, stop_queue
 from tests.real_torch import RealTorchChild, real_torch_child
+
+os.environ.setdefault("ENVDOCTOR_OFFLINE", "1")
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -27,7 +27,11 @@ CONSOLE_GOLDEN = (
     "linux-a100-healthy",
     "linux-rtx5090-cu124-no-sm120",
     "linux-vgpu-a800-smoke-hang",
+    "win11-torch291-vc-redist-1436-winerror-1114",  # one root cause, its consequences folded under it
 )
+
+# Fixtures whose `envdoctor report` Markdown (the bug report) is kept as golden text.
+BUG_REPORT_GOLDEN = ("linux-torch221-numpy2-array-api-not-found",)
 
 
 def fixture_names() -> list[str]:
@@ -105,14 +109,19 @@ def _reference(finding: dict[str, Any]) -> dict[str, Any]:
 
 def console_blocks(report: Report) -> tuple[list[str], list[list[str]]]:
     """The console report split into its frame (with one empty slot per finding) and each
-    finding's own lines, in report order."""
+    finding's own lines, in report order. A finding folded under its root cause has no block of
+    its own: its lines stand in the root's block."""
     lines = console_text(report).splitlines()
     if not report.findings:
         return lines, []
     heading = lines.index("Findings")
-    frame, blocks = lines[: heading + 1], []
+    frame = lines[: heading + 1]
+    blocks: list[list[str]] = []
     at = heading + 1
     for finding in report.findings:
+        if finding.folded_under is not None:
+            blocks.append([])  # printed inside its root cause's block, which holds its lines
+            continue
         end = lines.index("", at)
         block = lines[at:end]
         assert block and f" {finding.code} " in block[0], f"console block {block[:1]} is not {finding.code}"
@@ -138,6 +147,11 @@ def golden_files(name: str) -> dict[Path, str]:
     }
     if name in CONSOLE_GOLDEN:
         files[GOLDEN / f"{name}.console.txt"] = _structure_console(report)
+    if name in BUG_REPORT_GOLDEN:
+        from envdoctor.bug_report import render_report
+
+        snap = load(str(FIXTURES / f"{name}.json"))
+        files[GOLDEN / f"{name}.bugreport.md"] = render_report(snap, "markdown", {}, f"fixtures/{name}.json")
     return files
 
 
@@ -175,7 +189,7 @@ def reassemble(name: str) -> tuple[str, str | None]:
     if not console_path.exists():
         return _dump(data), None
     lines, out = console_path.read_text(encoding="utf-8").splitlines(), []
-    slots = iter(blocks)
+    slots = iter([block for block in blocks if block])  # folded findings print inside their root
     for line in lines:
         if line.endswith(".json") and " -> rules/" in line:
             out += next(slots)

@@ -5,6 +5,9 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
+from envdoctor.install.commands import Command, render_command
+from envdoctor.shell import Shell
+
 _INDEX_OPTIONS = {"--index-url": "--index-url", "-i": "--index-url", "--extra-index-url": "--extra-index-url"}
 _LINK_OPTIONS = {"-f": "-f", "--find-links": "-f"}
 
@@ -59,3 +62,8 @@ def _parse_conda(words: list[str]) -> CommandShape:
             extras.append(word)  # pytorch-cuda=12.1, cudatoolkit=11.6, cpuonly
         i += 1
     return CommandShape("conda", packages, (), tuple(channels), tuple(extras))
+
+
+def text(command: Command, shell: Shell = Shell.POSIX) -> str:
+    """A planned command as the report prints it for `shell` (POSIX unless a test says otherwise)."""
+    return render_command(command, shell)

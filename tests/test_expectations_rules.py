@@ -89,11 +89,17 @@ def test_every_unmet_expectation_is_an_error_with_found_and_fix() -> None:
     assert "the smoke test did not run" in by_code["ED707"].title
     # The install fix meets both version expectations on this driver (525: CUDA 12.x through
     # minor-version compatibility), pinned; the planner picks the index (cu124 is PyPI's 2.5.1).
-    (command,) = by_code["ED704"].fixes[0].commands
+    (command,) = by_code["ED703"].fixes[0].commands
     assert command.startswith("/home/user/project/.venv/bin/python -m pip install torch==2.5.1 ")
     why = "driver 525.105.17 runs cu124 through minor-version compatibility (>= 525.60.13)"
-    assert by_code["ED704"].fixes[0].summary.endswith(f"{why} -> torch 2.5.1 (cu124)")
-    assert by_code["ED703"].fixes == by_code["ED704"].fixes
+    assert by_code["ED703"].fixes[0].summary.endswith(f"{why} -> torch 2.5.1 (cu124)")
+    # The same command never twice in one report: ED704's fix points at ED703's.
+    assert by_code["ED704"].fixes[0].commands == ()
+    assert (
+        by_code["ED704"]
+        .fixes[0]
+        .summary.endswith(f"{why} -> torch 2.5.1 (cu124) (its command is shown under ED703 above)")
+    )
     assert report.exit_code == 1
 
 
@@ -119,7 +125,10 @@ def test_gpu_required_with_a_cpu_build_on_a_gpu_machine_offers_the_cuda_build() 
     report = run(HEALTHY, Expectations(gpu=True), snap=snap)
     finding = next(f for f in report.findings if f.code == "ED701")
     assert "CPU-only build" in finding.title
-    assert "--index-url https://download.pytorch.org/whl/cu12" in finding.fixes[0].commands[0]
+    # ED201 (same severity, lower code) shows the install command first; ED701 points at it.
+    cpu_only = next(f for f in report.findings if f.code == "ED201")
+    assert "--index-url https://download.pytorch.org/whl/cu12" in cpu_only.fixes[0].commands[0]
+    assert finding.fixes[0].summary.endswith("(its command is shown under ED201 above)")
 
 
 def test_hidden_devices_fix_for_min_gpus() -> None:
@@ -192,8 +201,9 @@ def test_prerelease_and_local_versions() -> None:
     snap = with_torch(
         snapshot(HEALTHY), version="2.6.0.dev20241201+cu121", dist_version="2.6.0.dev20241201+cu121"
     )
-    assert not run(HEALTHY, Expectations(torch=">=2.4"), snap=snap).findings
-    assert codes(run(HEALTHY, Expectations(torch="<2.6"), snap=snap)) == ["ED704"]
+    # (the release torchvision 0.18.1 beside a nightly torch is ED202's business, not an expectation's)
+    assert codes(run(HEALTHY, Expectations(torch=">=2.4"), snap=snap)) == ["ED202", "ED202"]
+    assert codes(run(HEALTHY, Expectations(torch="<2.6"), snap=snap)) == ["ED202", "ED202", "ED704"]
     assert not run(HEALTHY, Expectations(torch="==2.3.1")).findings  # +cu121 is ignored by ==2.3.1
 
 

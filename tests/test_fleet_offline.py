@@ -189,6 +189,7 @@ def test_measurement_names_belong_to_measurements_only() -> None:
         "SystemFacts.disk_free_bytes",
         "TorchFacts.import_seconds",
         "CompanionLoad.seconds",
+        "ReachCheck.seconds",  # how long reaching a package index took
         "SmokeFacts.seconds",
         "SmokeDevice.seconds",
         "SmokeDevice.memory_free_before",

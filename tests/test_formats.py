@@ -29,8 +29,14 @@ def expected(name: str) -> tuple[dict[str, Any], list[tuple[str, str, list[str]]
     findings = [
         (f["code"], f["severity"], [c for fix in f["fixes"] for c in fix["commands"]])
         for f in data["findings"]
+        if "folded_under" not in f  # shown under their cause: see folded()
     ]
     return data, findings
+
+
+def folded(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """(code, the code it is folded under) of each finding shown under its root cause."""
+    return [(f["code"], f["folded_under"]) for f in data["findings"] if "folded_under" in f]
 
 
 # --- GitHub workflow commands ---------------------------------------------------------------------
@@ -66,14 +72,16 @@ def test_github_agrees_with_json(name: str) -> None:
     commands = parse_github(text)
     severity = {"error": "error", "warning": "warning", "notice": "info"}
     assert len(commands) == len(findings)
-    for (command, props, message), (code, level, fix_commands), finding in zip(
-        commands, findings, data["findings"]
-    ):
+    primary = [f for f in data["findings"] if "folded_under" not in f]
+    for (command, props, message), (code, level, fix_commands), finding in zip(commands, findings, primary):
         assert props["title"] == f"{code} {finding['name']}"
         assert severity[command] == level
         assert message.splitlines()[0] == finding["title"]
         for fix_command in fix_commands:
             assert f"  $ {fix_command}" in message.splitlines()
+        for code_, under in folded(data):
+            if under == code:
+                assert any(line.startswith(f"  {code_} ") for line in message.splitlines())
     assert text.splitlines()[-1].startswith("envdoctor: ")
     assert text.splitlines()[-1].endswith(f"exit {data['exit_code']}")
 
@@ -181,6 +189,8 @@ def test_markdown_agrees_with_json(name: str) -> None:
     assert [(code, level) for code, _, level in headings] == [(c, s) for c, s, _ in findings]
     blocks = re.findall(r"^```bash\n(.*?)\n```$", text, flags=re.M | re.S)
     assert [c for block in blocks for c in block.splitlines()] == [c for _, _, cmds in findings for c in cmds]
+    listed = re.findall(r"^- \S+ (ED\d{3}) `", text, flags=re.M)
+    assert sorted(listed) == sorted(code for code, _ in folded(data))
     assert text.startswith("## envdoctor: ")
     assert f"exit {data['exit_code']}" in text.splitlines()[0]
     for area in data["areas"]:
@@ -191,9 +201,11 @@ def test_markdown_agrees_with_json(name: str) -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_console_carries_the_same_findings(name: str) -> None:
-    _, findings = expected(name)
+    data, findings = expected(name)
     text = render(fixture_report(name), ReportFormat.console)
     assert re.findall(r"^ \S (ED\d{3}) ", text, flags=re.M) == [c for c, _, _ in findings]
+    consequences = re.findall(r"^ {7}\S (ED\d{3}) ", text, flags=re.M)
+    assert sorted(consequences) == sorted(code for code, _ in folded(data))
     for _, _, commands in findings:
         for command in commands:
             assert f"$ {command}" in text

@@ -78,8 +78,9 @@ def test_jetson_has_no_official_wheel() -> None:
 
 
 def test_support_depends_on_the_platform() -> None:
-    # A made-up sm_130 GPU: only the compute_120 PTX of Linux wheels could serve it.
-    assert {b.variant for b in gpu_compute.support_for(CC("13.0")).builds} == {"cu129", "cu130", "cu132"}
+    # A made-up sm_130 GPU: only the compute_120 PTX of Linux wheels could serve it (no release
+    # claims PTX for cu132: 2.12's were stripped, 2.13's is unpublished).
+    assert {b.variant for b in gpu_compute.support_for(CC("13.0")).builds} == {"cu129", "cu130"}
     assert gpu_compute.support_for(CC("13.0"), "windows-x86_64").builds == ()
     # Thor (sm_110) has kernels only in the aarch64 builds of cu130 and newer.
     assert gpu_compute.support_for(CC("11.0")).builds == ()
@@ -200,10 +201,16 @@ def test_the_planners_build_is_checked_against_a_gpu_only_torch_saw() -> None:
 
 
 def test_kepler_gets_torch_27_cu118() -> None:
+    # A K80 is a retired Kepler GPU: ED305 says so and carries the fixes (the CPU build first, then
+    # the last CUDA build with its kernels); the missing arch (ED301) folds under it.
     nvml = nvml_facts("Tesla K80", (3, 7), driver="470.182.03", cuda=11040)
-    (finding,) = findings(torch_facts("2.5.1+cu121", CU12_ARCHS, (3, 7)), nvml)
-    assert finding.code == "ED301"
-    assert "torch==2.7.1" in finding.fixes[0].commands[0] and "/whl/cu118" in finding.fixes[0].commands[0]
+    found = findings(torch_facts("2.5.1+cu121", CU12_ARCHS, (3, 7)), nvml)
+    assert [(f.code, f.folded_under) for f in found] == [("ED301", "ED305"), ("ED305", None)]
+    cause = found[1]
+    assert "R470" in cause.detail and "torch 2.7.1 (cu118)" in cause.detail
+    keep = cause.fixes[-1].commands[0]
+    assert "torch==2.7.1" in keep and "/whl/cu118" in keep
+    assert "/whl/cpu" in cause.fixes[0].commands[0] and "Tesla K80 (sm_37, Kepler)" in cause.title
 
 
 def test_jetson_orin_is_caught_where_torch_major_check_is_not() -> None:

@@ -11,6 +11,7 @@ from envdoctor.install.detect import PipIndex, configured_pip_index
 from envdoctor.install.session import Given, RequestError, run
 from envdoctor.model import PlatformInfo
 from envdoctor.target import PythonInfo
+from tests.install_support import text
 
 VENV = "/home/user/project/.venv"
 PYTHON = f"{VENV}/bin/python"
@@ -76,7 +77,7 @@ def test_this_machine_is_detected() -> None:
     assert session.plan.variant == "cu121"
     assert "RTX 3090 (sm_86) is in cu121's arch list" in session.plan.reason
     # pip of the examined interpreter, as in check's fixes, so the install lands in that environment
-    assert session.plan.commands[-1].command.startswith(f"{PYTHON} -m pip install torch==2.5.1 ")
+    assert text(session.plan.commands[-1]).startswith(f"{PYTHON} -m pip install torch==2.5.1 ")
 
 
 def test_an_unknown_platform_here_is_a_plan_failure_not_a_usage_error() -> None:
@@ -133,7 +134,7 @@ def test_configured_pytorch_cpu_index_is_not_relied_on() -> None:
     )
     session = run(Given(driver="580.65.06", gpus=("RTX 4090",)), host)
     assert session.plan.variant == "cu130"
-    assert session.plan.commands[-1].command.endswith("--index-url https://download.pytorch.org/whl/cu130")
+    assert text(session.plan.commands[-1]).endswith("--index-url https://download.pytorch.org/whl/cu130")
     assert any("pip is configured with" in w for w in session.plan.warnings)
 
 
@@ -148,7 +149,7 @@ def test_configured_pypi_mirror_is_reported() -> None:
     session = run(Given(os="linux", driver="560.94", gpus=("RTX 4070",)), host)
     mirror = {i.name: (i.value, i.origin) for i in session.inputs}["Mirror"]
     assert mirror[1] == "detected (PIP_INDEX_URL)" and "TUNA" in mirror[0]
-    assert session.plan.commands[-1].command.endswith("--index-url https://download.pytorch.org/whl/cu126")
+    assert text(session.plan.commands[-1]).endswith("--index-url https://download.pytorch.org/whl/cu126")
     assert any("mirrors PyPI only" in w for w in session.plan.warnings)
 
 

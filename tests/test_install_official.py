@@ -14,7 +14,7 @@ import pytest
 
 from envdoctor.install.plan import InstallTarget, plan
 from envdoctor.knowledge import release
-from tests.install_support import parse_command
+from tests.install_support import parse_command, text
 
 CASES_FILE = Path(__file__).resolve().parent / "cases" / "official_commands.json"
 CASES: list[dict[str, Any]] = json.loads(CASES_FILE.read_text(encoding="utf-8"))["cases"]
@@ -37,7 +37,7 @@ def test_planner_matches_official_command(case: dict[str, Any]) -> None:
     result = plan(_target(case))
     assert result.possible, result.reason
     wanted_manager = case["target"]["manager"]
-    mine = [c.command for c in result.commands if c.manager == wanted_manager and c.kind == "shell"]
+    mine = [text(c) for c in result.commands if c.manager == wanted_manager and c.kind == "shell"]
     assert len(mine) == 1, result.commands
     official = parse_command(case["official"])
     if "pins" in case:  # the selector's commands are unpinned: they install the release they were made for

@@ -8,7 +8,7 @@ import pytest
 from envdoctor.install.commands import resolve_mirror
 from envdoctor.install.plan import InstallPlan, InstallTarget, plan
 from envdoctor.knowledge.gpus import parse_gpu
-from tests.install_support import parse_command
+from tests.install_support import parse_command, text
 
 
 def _plan(*gpus: str, **fields: object) -> InstallPlan:
@@ -25,7 +25,7 @@ def _plan(*gpus: str, **fields: object) -> InstallPlan:
 
 
 def _pip(result: InstallPlan) -> str:
-    found = [c.command for c in result.commands if c.manager == "pip"]
+    found = [text(c) for c in result.commands if c.manager == "pip"]
     assert found, result
     return found[-1]
 
@@ -45,14 +45,29 @@ def test_linux_525_60_13_runs_cuda12_through_minor_version_compatibility() -> No
     assert any("560.28.03" in w for w in result.warnings)  # the native minimum is named
 
 
-def test_windows_527_41_runs_cuda12_with_the_528_33_caveat() -> None:
-    result = _plan(driver_version="527.41", os="windows")
-    assert result.variant == "cu126"
-    assert any("528.33" in w and "527.41" in w for w in result.warnings)
-    below = _plan(driver_version="527.40", os="windows")
-    assert below.variant == "cu118"
-    clean = _plan(driver_version="528.33", os="windows")
-    assert clean.variant == "cu126" and not any("light-the-torch" in w for w in clean.warnings)
+def test_windows_cuda12_minor_version_compatibility_starts_at_528_33() -> None:
+    # NVIDIA's release-notes table gives >= 528.33 on Windows; 527.41 is only 12.0's own minimum.
+    assert _plan(driver_version="527.41", os="windows").variant == "cu118"
+    floor = _plan(driver_version="528.33", os="windows")
+    assert floor.variant == "cu126" and "minor-version compatibility (>= 528.33)" in floor.reason
+
+
+@pytest.mark.parametrize(
+    ("driver", "variant", "compat"),
+    [("580.97", "cu130", False), ("591.44", "cu130", False), ("595.02", "cu132", False)],
+)
+def test_windows_cuda13_natively_from_its_driver_branch(driver: str, variant: str, compat: bool) -> None:
+    # No Windows native minimum is published for 13.x: 13.1 belongs to R590, 13.2 to R595.
+    result = _plan("RTX 4090", driver_version=driver, os="windows")
+    assert result.variant == variant
+    assert ("minor-version compatibility" in result.reason) is compat
+
+
+def test_windows_cuda13_below_its_branch_runs_through_minor_version_compatibility() -> None:
+    result = _plan("RTX 4090", driver_version="580.97", os="windows", torch="2.13.0", variant="cu132")
+    assert any(
+        "only through minor-version compatibility; >= 595 runs it natively" in w for w in result.warnings
+    )
 
 
 @pytest.mark.parametrize("os_name", ["linux", "windows"])
@@ -166,10 +181,8 @@ def test_uv_names_an_explicit_index() -> None:
     result = _plan("RTX 4070", driver_version="560.94", os="windows", manager="uv")
     kinds = [(c.manager, c.kind) for c in result.commands]
     assert kinds == [("uv", "shell"), ("uv", "pyproject.toml"), ("uv", "shell")]
-    assert result.commands[0].command.startswith(
-        "uv pip install torch==2.13.0 torchvision==0.28.0 --index-url"
-    )
-    snippet = result.commands[1].command
+    assert text(result.commands[0]).startswith("uv pip install torch==2.13.0 torchvision==0.28.0 --index-url")
+    snippet = text(result.commands[1])
     assert "[[tool.uv.index]]" in snippet and "explicit = true" in snippet
     assert 'torch = [{ index = "pytorch-cu126" }]' in snippet
 
@@ -177,7 +190,7 @@ def test_uv_names_an_explicit_index() -> None:
 def test_conda_until_2_5_1_then_pip_inside_the_env() -> None:
     old = _plan("RTX 4070", driver_version="560.94", torch="2.5.1", manager="conda")
     assert [c.manager for c in old.commands] == ["conda"]
-    assert old.commands[0].command.endswith("pytorch-cuda=12.4 -c pytorch -c nvidia")
+    assert text(old.commands[0]).endswith("pytorch-cuda=12.4 -c pytorch -c nvidia")
     new = _plan("RTX 4070", driver_version="560.94", manager="conda")
     assert [c.manager for c in new.commands] == ["pip"]
     assert any("stops at 2.5.1" in w for w in new.warnings)
@@ -238,7 +251,7 @@ def test_variant_swap_uninstalls_first() -> None:
     result = _plan(
         "RTX 4070", driver_version="560.94", os="windows", torch="2.5.1", installed_torch="2.5.1+cpu"
     )
-    assert [c.command.split()[1] for c in result.commands] == ["uninstall", "install"]
+    assert [text(c).split()[1] for c in result.commands] == ["uninstall", "install"]
     again = _plan(
         "RTX 4070", driver_version="560.94", os="windows", torch="2.5.1", installed_torch="2.5.1+cu124"
     )

@@ -147,7 +147,13 @@ def test_platform_keys(os_name: str, machine: str, key: str) -> None:
         ("470.182.03", "linux", "11.4"),
         ("580.65.06", "linux", "13.0"),
         ("560.94", "windows", "12.6"),
-        ("581.15", "windows", "13.2"),  # Windows 13.x: NVIDIA prints N/A, the MVC minimum (580) applies
+        # Windows 13.x: NVIDIA prints N/A; each toolkit belongs to a driver branch (13.1: R590, 13.2: R595)
+        ("581.15", "windows", "13.0"),
+        ("590.10", "windows", "13.1"),
+        ("595.02", "windows", "13.2"),
+        ("450.51.05", "linux", "11.0"),  # 11.0 GA, not the 450.36.06 of its RC
+        ("450.36.06", "linux", "10.2"),
+        ("451.48", "windows", "11.0"),
         ("400.1", "linux", None),
     ],
 )

@@ -136,7 +136,7 @@ def _fixture_install_output(name: str) -> str:
     from envdoctor.install.plan import plan
 
     result = plan(install_target(RuleContext.build(snap.platform, snap.interpreter, snap.probes)))
-    return render_text(result, ()) + render_json(result, ())
+    return render_text(result, (), "linux") + render_json(result, (), "linux")
 
 
 @pytest.mark.parametrize("name", fixture_names())
@@ -169,18 +169,23 @@ def test_install_with_any_mirror_never_shows_internal_markers(mirror: str, manag
         manager=manager,
         mirror=mirror,
     )
-    session = run(given, FakeHost())
-    text = render_text(session.plan, session.inputs) + render_json(session.plan, session.inputs)
+    session = run(given, FakeHost(missing_ok=True))
+    os_name = session.target.os
+    text = render_text(session.plan, session.inputs, os_name) + render_json(
+        session.plan, session.inputs, os_name
+    )
     found = INTERNAL.search(text)
     assert found is None, f"install --mirror {mirror} --manager {manager} shows {found.group(0)!r}"
 
 
 def test_the_unverified_aliyun_mirror_is_called_unverified_in_plain_words() -> None:
     session = run(Given(os="linux", python="3.11", mirror="aliyun"), FakeHost(missing_ok=True))
-    text = render_text(session.plan, session.inputs)
-    (note,) = [line for line in text.splitlines() if "Alibaba Cloud PyTorch wheel mirror" in line]
+    text = render_text(session.plan, session.inputs, session.target.os)
+    (note,) = [
+        line for line in text.splitlines() if line.startswith("Note: Alibaba Cloud PyTorch wheel mirror")
+    ]
     assert "is marked unverified in envdoctor's data: widely used in public scripts" in note
-    assert json.loads(render_json(session.plan, session.inputs))["warnings"]
+    assert json.loads(render_json(session.plan, session.inputs, session.target.os))["warnings"]
 
 
 def test_rule_docs_cite_nothing_private() -> None:

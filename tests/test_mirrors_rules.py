@@ -183,7 +183,10 @@ def test_ed503_pytorch_and_nvidia_channels() -> None:
     )
     pip_way, forge_way = finding.fixes
     assert pip_way.commands[:2] == remove and " -m pip install torch==" in pip_way.commands[2]
-    assert forge_way.commands == (*remove, "conda install -c conda-forge pytorch")
+    # The same command never twice in one report: the alternative keeps only its own command and
+    # says where the shared ones are.
+    assert forge_way.commands == ("conda install -c conda-forge pytorch",)
+    assert forge_way.summary.endswith("(2 more commands are shown in the fix above)")
     assert "a current torch" in finding.detail
     from_variable = only(findings(environ={"CONDA_CHANNELS": "pytorch,conda-forge"}), "ED503")
     assert from_variable.fixes[0].commands[0] == "unset CONDA_CHANNELS"

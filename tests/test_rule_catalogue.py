@@ -24,6 +24,9 @@ def old_explain(code: str) -> str:
         ("Example", rule.doc.example),
     ):
         lines.append(f"{heading}:\n  {text}\n")
+    if rule.consequence_of:
+        causes = ", ".join(rule.consequence_of)
+        lines.append(f"Folded under:\n  {causes}, when one of them is found (one root cause, one finding)\n")
     return "".join(f"{line}\n" for line in lines)
 
 
@@ -78,7 +81,7 @@ def test_a_second_run_reads_the_cache_and_an_edit_rebuilds_it(
     source.write_text("x = 22\n")  # another size
     os.utime(source, ns=(1, 1))
     assert fingerprint(str(package)) != before
-    edited = (("ED999", "edited", "error", "area", "summary", "w", "y", "f", "e"),)
+    edited = (("ED999", "edited", "error", "area", "summary", "w", "y", "f", "e", ""),)
     monkeypatch.setattr(rule_catalogue, "from_registry", lambda: edited)
     assert load(environ, str(package)) == edited
     monkeypatch.setattr(rule_catalogue, "from_registry", no_registry)

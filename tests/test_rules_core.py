@@ -59,15 +59,16 @@ def test_driver_boundaries_on_linux(driver: str, cuda: str, expected: list[str])
     assert found == expected
 
 
-def test_windows_minor_compat_mentions_both_published_minimums() -> None:
+def test_windows_minor_compat_floor_is_528_33() -> None:
+    # NVIDIA's release-notes table: >= 528.33 on Windows; 527.41 is 12.0's own toolkit minimum.
     probes = (
-        ProbeResult("n", ProbeStatus.OK, 0, nvml("527.41")),
+        ProbeResult("n", ProbeStatus.OK, 0, nvml("528.33")),
         ProbeResult("t", ProbeStatus.OK, 0, cuda_torch("12.4")),
     )
     ctx = RuleContext.build(WINDOWS, Interpreter("C:\\env\\python.exe", "r"), probes)
     finding = next(f for f in evaluate(ctx) if f.code == "ED102")
-    assert "528.33" in finding.detail
-    assert codes(nvml("527.40"), cuda_torch("12.4"), platform=WINDOWS)[:1] == ["ED101"]
+    assert ">= 528.33" in finding.detail
+    assert codes(nvml("527.41"), cuda_torch("12.4"), platform=WINDOWS)[:1] == ["ED101"]
 
 
 def test_driver_cuda_major_below_torch_major_is_too_old_even_without_data() -> None:
@@ -97,16 +98,17 @@ def test_the_driver_rules_and_the_planner_share_one_judgement() -> None:
 
 
 def test_minor_version_compat_where_nvidia_publishes_no_native_minimum() -> None:
-    # Windows 13.x: NVIDIA prints N/A as the toolkit minimum. An r580 driver (CUDA 13.0) runs a
-    # cu132 build through minor-version compatibility, as the planner also says; no made-up minimum.
+    # Windows 13.x: NVIDIA prints N/A as the toolkit minimum, and each 13.x toolkit belongs to a
+    # driver branch (13.2: R595). An r580 driver (CUDA 13.0) runs a cu132 build through
+    # minor-version compatibility, as the planner also says, and 595 is the branch that runs it natively.
     probes = (
         ProbeResult("n", ProbeStatus.OK, 0, nvml("581.15", cuda=13000)),
         ProbeResult("t", ProbeStatus.OK, 0, cuda_torch("13.2", version="2.12.0")),
     )
     ctx = RuleContext.build(WINDOWS, Interpreter("C:\\env\\python.exe", "r"), probes)
     finding = next(f for f in evaluate(ctx) if f.code.startswith("ED10"))
-    assert finding.code == "ED102" and "native from" not in finding.detail
-    assert finding.fixes[0].summary == "Install or upgrade the NVIDIA driver"
+    assert finding.code == "ED102" and "predates CUDA 13.2 (native from 595)" in finding.detail
+    assert finding.fixes[0].summary == "Install or upgrade the NVIDIA driver (at least 595)"
     assert any("/whl/cu130" in c for c in finding.fixes[1].commands)
 
 

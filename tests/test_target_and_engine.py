@@ -62,7 +62,7 @@ def test_resolve_target_reads_python_facts() -> None:
     ("host", "message"),
     [
         (FakeHost(), "no such file"),
-        (FakeHost(dirs={"/env/bin/python": ()}), "is a folder"),
+        (FakeHost(dirs={"/env/bin/python": ()}), "a folder without a Python interpreter"),
         (
             FakeHost(files={"/env/bin/python": ""}, children={"python_info.py": ChildOutcome((), 0)}),
             "not a runnable Python interpreter (exited with code 0",

@@ -19,6 +19,7 @@ from envdoctor.model import Finding, Severity
 from envdoctor.probes import windows
 from envdoctor.probes.base import NotApplicable, ProbeContext
 from envdoctor.probes.windows import WindowsFacts
+from envdoctor.rules import RULES_BY_CODE
 from tests.host_builder import LINUX
 from tests.scenario_fixtures import REDIST_KEY, SCENARIOS, SYSTEM32, Scenario
 
@@ -32,6 +33,13 @@ def _facts(scenario: Scenario) -> WindowsFacts:
 def _findings(scenario: Scenario) -> dict[str, Finding]:
     snap = scenario.snapshot()
     return {f.code: f for f in diagnose(snap.platform, snap.interpreter, snap.probes).findings}
+
+
+def _standalone(scenario: Scenario, code: str) -> Finding:
+    """A rule's finding as it reads on its own, before the report folds it under its cause."""
+    snap = scenario.snapshot()
+    (found,) = diagnose(snap.platform, snap.interpreter, snap.probes, rules=[RULES_BY_CODE[code]]).findings
+    return found
 
 
 def test_other_systems_cost_nothing() -> None:
@@ -85,7 +93,10 @@ def test_1114_with_an_old_redistributable() -> None:
     assert first.link == "https://aka.ms/vc14/vc_redist.x64.exe"
     assert "'/install','/passive','/norestart'" in first.commands[1]
     assert any("torch==2.8.0" in c for fix in ed602.fixes for c in fix.commands)
-    ed604 = findings["ED604"]
+    # One root cause, one finding: the DLL failure and the import failure fold under ED602.
+    assert findings["ED604"].folded_under == "ED602" and findings["ED002"].folded_under == "ED602"
+    assert findings["ED604"].fixes == () and ed602.folded_under is None
+    ed604 = _standalone(SCENARIOS["win11-torch291-vc-redist-1436-winerror-1114"](), "ED604")
     assert "c10.dll" in ed604.title and "WinError 1114" in ed604.title
     # Fixes in the order experienced users try them: redistributable, (PATH), clean reinstall.
     assert "redistributable" in ed604.fixes[0].summary
@@ -101,8 +112,10 @@ def test_redistributable_fine_but_older_copy_loads_first() -> None:
     assert "does not help" in ed603.detail
     assert 'vc14_runtime>=14.40"' in ed603.fixes[0].commands[0]
     assert not any("aka.ms" in (f.link or "") for f in ed603.fixes)  # the redist cannot help here
-    # ED604 puts the known cause's fix first.
-    assert findings["ED604"].fixes[0] == ed603.fixes[0]
+    # ED604 is folded under ED603; on its own it puts the known cause's fix first.
+    assert findings["ED604"].folded_under == "ED603"
+    ed604 = _standalone(SCENARIOS["win11-conda-vc14-runtime-1438-loads-first"](), "ED604")
+    assert ed604.fixes[0] == ed603.fixes[0]
     assert "ED607" in findings
 
 

@@ -445,6 +445,51 @@ def check_companions(torch, present, deadline):
         emit("companion", record)
 
 
+# NumPy beside torch: its version and whether torch's bridge to it works.
+
+NUMPY_MESSAGE_LIMIT = 2000
+
+
+class StderrTee(object):
+    """Passes everything on to the real stderr and keeps the first characters written: NumPy 2
+    prints "A module that was compiled using NumPy 1.x cannot be run in NumPy 2.x" there (not as
+    a warning) while torch imports."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.parts = []
+        self.size = 0
+
+    def write(self, text):
+        if self.size < NUMPY_MESSAGE_LIMIT:
+            self.parts.append(text)
+            self.size += len(text)
+        return self.stream.write(text)
+
+    def text(self):
+        return "".join(self.parts)[:NUMPY_MESSAGE_LIMIT]
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
+def numpy_facts(torch, printed):
+    """The NumPy distribution (read from its metadata, never imported here: torch imports it
+    itself when it can), whether tensor.numpy() works, and NumPy's own message if it printed one."""
+    data = {"version": dist_version("numpy"), "bridge": "not_run"}
+    if "NumPy" in printed:
+        data["message"] = printed
+    if torch is None:
+        return data
+    try:
+        torch.zeros(1).numpy()
+        data["bridge"] = "ok"
+    except Exception as exc:
+        data["bridge"] = "failed"
+        data["error"] = short_error(exc)["message"][:500]
+    return data
+
+
 # ---------------------------------------------------------------------------------------------
 # Smoke test: prove that kernels run and compute the right numbers, on the CPU and every GPU.
 
@@ -974,20 +1019,25 @@ def main(argv=None):
     info["installed"] = True
     info["location"] = spec.origin
     stage("import")
+    tee = sys.stderr = StderrTee(sys.stderr)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         import_started = time.time()
         try:
             import torch
         except BaseException as exc:  # SystemExit and KeyboardInterrupt are facts here too
+            sys.stderr = tee.stream
             failure = short_error(exc)
             failure["traceback"] = traceback.format_exc()[-4000:]
             info["import_error"] = failure
             info["warnings"] = [str(w.message)[:2000] for w in caught]
+            info["numpy"] = numpy_facts(None, tee.text())
             emit("torch", info)
             return 0
+        sys.stderr = tee.stream
         info["import_seconds"] = time.time() - import_started
         collect(torch, info, info["errors"])
+        info["numpy"] = numpy_facts(torch, tee.text())
     info["warnings"] = [str(w.message)[:2000] for w in caught]
     emit("torch", info)
     budget = options["budget"]

@@ -58,6 +58,14 @@ class DiskInfo:
     free_bytes: int
 
 
+@dataclass(frozen=True)
+class UrlStatus:
+    """What one short request to a URL got: an HTTP status, or why nothing answered."""
+
+    status: int | None  # any HTTP status means the server answered
+    error: str | None = None  # "Name or service not known", "timed out", ...
+
+
 def file_too_large(path: str, max_bytes: int) -> OSError:
     """The error a capped read raises: one wording for the live and the scripted host."""
     return OSError(errno.EFBIG, f"larger than {max_bytes // 1024} KiB, more than envdoctor reads", path)
@@ -65,6 +73,14 @@ def file_too_large(path: str, max_bytes: int) -> OSError:
 
 def not_a_regular_file(path: str) -> OSError:
     return OSError(errno.EINVAL, "not a regular file (a pipe, socket or device)", path)
+
+
+@dataclass(frozen=True)
+class OwnEnvironment:
+    """The environment envdoctor itself runs in: where it is, and whether torch is importable there."""
+
+    prefix: str  # sys.prefix
+    has_torch: bool
 
 
 class Host(Protocol):
@@ -76,6 +92,10 @@ class Host(Protocol):
     @property
     def own_python(self) -> str:
         """The interpreter envdoctor itself runs in (where pynvml is installed)."""
+        ...
+
+    def own_environment(self) -> OwnEnvironment:
+        """envdoctor's own environment; torch is looked for, never imported."""
         ...
 
     def platform(self) -> PlatformInfo: ...
@@ -127,4 +147,8 @@ class Host(Protocol):
 
     def home(self) -> str | None:
         """The user's home folder as Python's expanduser("~") finds it; None when there is none."""
+        ...
+
+    def url_status(self, url: str, timeout: float) -> UrlStatus:
+        """One GET of `url`, its body left unread, within about `timeout` seconds; never raises."""
         ...

@@ -22,7 +22,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Union
 
-from envdoctor.host.base import ChildOutcome, CommandResult, DiskInfo, MemoryInfo, file_too_large
+from envdoctor.host.base import (
+    ChildOutcome,
+    CommandResult,
+    DiskInfo,
+    MemoryInfo,
+    OwnEnvironment,
+    UrlStatus,
+    file_too_large,
+)
 from envdoctor.model import PlatformInfo
 
 _MAX_LINKS = 40
@@ -74,6 +82,12 @@ class FakeHost:
     registry: dict[tuple[str, int], dict[str, str | int]] = field(default_factory=dict)  # (key, view)
     file_versions: dict[str, str] = field(default_factory=dict)  # path -> version resource
     home_dir: str | None = "/home/user"
+    # envdoctor's own environment: by default one with torch, so it is examined when none is active
+    own_prefix: str = "/usr"
+    own_torch: bool = True
+    # URL prefix -> what a request gets. None: the network is not part of the test, every URL
+    # answers 200; a dict makes it strict: a request it does not script fails the test.
+    urls: dict[str, UrlStatus] | None = None
     absent: set[str] = field(default_factory=set)  # paths a read or listing is told do not exist
     missing_ok: bool = False  # everything unscripted is missing, as the old lenient fake had it
 
@@ -100,6 +114,9 @@ class FakeHost:
     @property
     def own_python(self) -> str:
         return self.python
+
+    def own_environment(self) -> OwnEnvironment:
+        return OwnEnvironment(prefix=self.own_prefix, has_torch=self.own_torch)
 
     def platform(self) -> PlatformInfo:
         return self.platform_info
@@ -197,3 +214,12 @@ class FakeHost:
 
     def home(self) -> str | None:
         return self.home_dir
+
+    def url_status(self, url: str, timeout: float) -> UrlStatus:
+        self.calls.append(("url", url))
+        if self.urls is None:
+            return UrlStatus(200)
+        found = [prefix for prefix in self.urls if url.startswith(prefix)]
+        if not found:
+            raise AssertionError(f"FakeHost: no answer scripted for {url}")
+        return self.urls[max(found, key=len)]

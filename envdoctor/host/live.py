@@ -21,6 +21,8 @@ from envdoctor.host.base import (
     CommandResult,
     DiskInfo,
     MemoryInfo,
+    OwnEnvironment,
+    UrlStatus,
     file_too_large,
     not_a_regular_file,
 )
@@ -41,6 +43,16 @@ class LiveHost:
     @property
     def own_python(self) -> str:
         return sys.executable
+
+    def own_environment(self) -> OwnEnvironment:
+        import importlib.util
+
+        try:
+            # find_spec on a top-level name only searches sys.path: torch is not imported.
+            has_torch = importlib.util.find_spec("torch") is not None
+        except (ImportError, ValueError):
+            has_torch = False
+        return OwnEnvironment(prefix=sys.prefix, has_torch=has_torch)
 
     def platform(self) -> PlatformInfo:
         return PlatformInfo(
@@ -162,6 +174,9 @@ class LiveHost:
             return _windows_file_version(path)
         except (OSError, AttributeError, ValueError):  # no version resource, or an odd file
             return None
+
+    def url_status(self, url: str, timeout: float) -> UrlStatus:
+        return _url_status(url, timeout)
 
     def home(self) -> str | None:
         # What expanduser("~") gives, read from this host's environment: pip finds its legacy user
@@ -351,3 +366,26 @@ def _windows_file_version(path: str) -> str | None:
         return None
     ms, ls = fields[2], fields[3]
     return f"{ms >> 16}.{ms & 0xFFFF}.{ls >> 16}.{ls & 0xFFFF}"
+
+
+def _url_status(url: str, timeout: float) -> UrlStatus:
+    """urllib, with the proxies the environment names (as pip uses them); the body is not read."""
+    import ssl
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(url, headers={"User-Agent": "envdoctor"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return UrlStatus(int(response.status))
+    except urllib.error.HTTPError as exc:  # an answer all the same: the server is there
+        return UrlStatus(exc.code)
+    except urllib.error.URLError as exc:
+        if isinstance(exc.reason, ssl.SSLError):  # it answered; pip may trust what urllib does not
+            return UrlStatus(0, f"TLS: {exc.reason}")
+        reason = (
+            exc.reason.strerror if isinstance(exc.reason, OSError) and exc.reason.strerror else exc.reason
+        )
+        return UrlStatus(None, str(reason))
+    except (OSError, ValueError) as exc:  # timeouts, resets, a malformed URL
+        return UrlStatus(None, str(exc) or type(exc).__name__)

@@ -6,20 +6,41 @@ install; this module decides *how to say it* for each package manager.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
 from envdoctor import knowledge
 from envdoctor.knowledge import Release, conda, mirrors
-from envdoctor.shell import join
+from envdoctor.shell import Shell, default_shell, render
 
 PIP_NO_PRIORITY = "pytorch/pytorch#96884"
 
 
+class CommandKind(str, enum.Enum):
+    SHELL = "shell"
+    PYPROJECT = "pyproject.toml"  # a snippet to paste into that file
+
+
 @dataclass(frozen=True)
-class PlannedCommand:
+class Command:
+    """A command as an argument list; it becomes text only at the edge (`render_command`)."""
+
+    argv: tuple[str, ...]
     manager: str  # "pip", "uv", "conda"
-    command: str
-    kind: str = "shell"  # "shell", or "pyproject.toml" for a snippet to paste into that file
+    kind: CommandKind = CommandKind.SHELL
+    snippet: str = ""  # the text to paste, for kind PYPROJECT (argv is then empty)
+
+
+def render_command(command: Command, shell: Shell) -> str:
+    """The command for `shell`: the one place a Command becomes text."""
+    if command.kind is CommandKind.SHELL:
+        return render(command.argv, shell)
+    return command.snippet
+
+
+def command_text(command: Command, os_name: str) -> str:
+    """The command as a report for `os_name` prints it."""
+    return render_command(command, default_shell(os_name))
 
 
 @dataclass(frozen=True)
@@ -116,22 +137,21 @@ def pip_pins(release: Release, variant: str, index: IndexChoice) -> list[str]:
     return _pins(release, variant, packages, labelled)
 
 
-def pip_command(
-    release: Release, variant: str, index: IndexChoice, launcher: tuple[str, ...], os_name: str
-) -> PlannedCommand:
-    argv = [*launcher, "install", *pip_pins(release, variant, index)]
+def pip_command(launcher: tuple[str, ...], pins: list[str], index: IndexChoice) -> Command:
+    argv = [*launcher, "install", *pins]
     if index.url:
         argv += [index.option, index.url]
-    return PlannedCommand("pip", join(argv, os_name))
+    return Command(tuple(argv), "pip")
 
 
-def uv_commands(release: Release, variant: str, index: IndexChoice, os_name: str) -> list[PlannedCommand]:
-    pins = pip_pins(release, variant, index)
+def uv_commands(pins: list[str], index: IndexChoice, variant: str, snippet: bool = True) -> list[Command]:
+    """`uv pip install`, the pyproject.toml lines that route the torch packages to their index (unless
+    the project already does), and `uv add`."""
     argv = ["uv", "pip", "install", *pins]
     if index.url:
         argv += ["--find-links" if index.flat else "--index-url", index.url]
-    commands = [PlannedCommand("uv", join(argv, os_name))]
-    if index.url:
+    commands = [Command(tuple(argv), "uv")]
+    if index.url and snippet:
         # uv's PyTorch guide: a named index with explicit = true, used only for the torch packages,
         # so numpy & co. still resolve from the default index (mirror_facts.md 3.2-3.3, P9).
         name = f"pytorch-{variant}"
@@ -140,16 +160,16 @@ def uv_commands(release: Release, variant: str, index: IndexChoice, os_name: str
             lines.append('format = "flat"')
         lines += ["explicit = true", "", "[tool.uv.sources]"]
         lines += [f'{pin.split("==")[0]} = [{{ index = "{name}" }}]' for pin in pins]
-        commands.append(PlannedCommand("uv", "\n".join(lines), kind="pyproject.toml"))
-    commands.append(PlannedCommand("uv", join(["uv", "add", *pins], os_name)))
+        commands.append(Command((), "uv", CommandKind.PYPROJECT, "\n".join(lines)))
+    commands.append(Command(("uv", "add", *pins), "uv"))
     return commands
 
 
-def conda_command(release: Release, variant: str, platform: str, os_name: str) -> PlannedCommand | None:
+def conda_command(release: Release, variant: str, platform: str) -> Command | None:
     spec = conda.conda_spec(release, variant, platform)
     if spec is None:
         return None
     argv = ["conda", "install", *spec.packages]
     for channel in spec.channels:
         argv += ["-c", channel]
-    return PlannedCommand("conda", join(argv, os_name))
+    return Command(tuple(argv), "conda")

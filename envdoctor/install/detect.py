@@ -1,17 +1,29 @@
 """What `envdoctor install` learns about this machine when an option does not say: the OS and
-machine, the target interpreter's Python, the NVIDIA driver and GPUs (the NVML probe), and the index
-pip is configured with. Everything goes through the Host; nothing imports torch."""
+machine, the target interpreter's Python, the NVIDIA driver and GPUs (the NVML probe), the index
+pip is configured with, the sources pip or uv will really use (the mirrors and sources probes'
+readings) and the torch already installed. Everything goes through the Host; nothing imports torch."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+import threading
+from dataclasses import dataclass, replace
 
 from envdoctor.host.base import Host
+from envdoctor.install import sources as planner_sources
 from envdoctor.probes.base import ProbeContext
-from envdoctor.probes.mirrors import collect_pip
+from envdoctor.probes.mirrors import collect_conda, collect_pip, collect_uv
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.nvml import collect as collect_nvml
+from envdoctor.probes.sources import (
+    PYTORCH_WHEELS,
+    check_reach,
+    collect_sources,
+    default_index_url,
+)
 from envdoctor.target import PythonInfo, Target, TargetError, resolve_target
+
+_TORCH_DIST = re.compile(r"^torch-(?P<version>[^-]+)\.dist-info$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -29,6 +41,8 @@ class Detected:
     nvml: NvmlFacts | None = None
     nvml_error: str | None = None
     pip_index: PipIndex | None = None
+    sources: planner_sources.Sources | None = None
+    installed_torch: str | None = None
 
 
 def detect_python(host: Host, interpreter: str | None) -> tuple[Target | None, str | None]:
@@ -54,6 +68,50 @@ def configured_pip_index(host: Host, info: PythonInfo | None) -> PipIndex | None
     return PipIndex(setting.value.strip(), setting.origin)
 
 
+def installed_torch(host: Host, os_name: str, info: PythonInfo) -> str | None:
+    """The torch version installed in the environment, from its dist-info folder's name."""
+    if os_name == "windows":
+        site = f"{info.prefix}\\Lib\\site-packages"
+    else:
+        site = f"{info.prefix}/lib/python{info.minor}/site-packages"
+    try:
+        names = host.list_dir(site)
+    except OSError:
+        return None
+    for name in names:
+        match = _TORCH_DIST.match(name)
+        if match:
+            return match.group("version")
+    return None
+
+
+def detect_sources(
+    host: Host, info: PythonInfo | None, manager: str, offline: bool
+) -> planner_sources.Sources:
+    """The planner's Sources as `check` builds them, without the network (see `with_answers`)."""
+    os_name = host.platform().os
+    pip = collect_pip(host, os_name, info)
+    uv = collect_uv(host, os_name)
+    conda = collect_conda(host, os_name, info) if info is not None and manager == "conda" else None
+    facts = collect_sources(host, os_name, info, offline=offline, reach=False, pip=pip, uv=uv)
+    return planner_sources.from_facts(manager, pip, uv, conda, facts, default_index_url())
+
+
+def with_answers(
+    host: Host, sources: planner_sources.Sources, extra: tuple[str, ...] = ()
+) -> planner_sources.Sources:
+    """`sources` with one bounded request to each index a plan may name (all at once, <= 2 s)."""
+    if sources.offline:
+        return sources
+    configured = [s.url for s in ((sources.index,) if sources.index else ()) + sources.extra]
+    wanted = [PYTORCH_WHEELS, sources.index.url if sources.index else (sources.default_index or "")]
+    urls = tuple(
+        dict.fromkeys(u for u in [*wanted, *extra, *configured] if u.startswith(("http://", "https://")))
+    )
+    answers = [planner_sources.answer_of(check) for check in check_reach(host, urls[:6])]
+    return replace(sources, answers=tuple(answers))
+
+
 def detect(
     host: Host,
     *,
@@ -61,15 +119,30 @@ def detect(
     want_python: bool,
     want_gpu: bool,
     want_index: bool,
+    want_sources: str | None = None,
+    offline: bool = False,
 ) -> Detected:
+    """`want_sources`: the manager whose sources to read ("pip", "uv", "conda"), None for none."""
     plat = host.platform()
-    target, error = (
-        detect_python(host, interpreter) if (want_python or want_gpu or want_index) else (None, None)
-    )
+    wants_target = want_python or want_gpu or want_index or want_sources is not None
+    target, error = detect_python(host, interpreter) if wants_target else (None, None)
+    info = target.info if target else None
+    # The sources are file reads: they go on while the NVML child runs.
+    found: list[planner_sources.Sources] = []
+    reader = None
+    if want_sources is not None:
+        manager = want_sources
+        reader = threading.Thread(
+            target=lambda: found.append(detect_sources(host, info, manager, offline)), daemon=True
+        )
+        reader.start()
     nvml = nvml_error = None
     if want_gpu and target is not None:
         nvml, nvml_error = detect_nvml(host, target)
-    index = configured_pip_index(host, target.info if target else None) if want_index else None
+    index = configured_pip_index(host, info) if want_index else None
+    installed = installed_torch(host, plat.os, info) if info is not None and want_sources else None
+    if reader is not None:
+        reader.join()
     return Detected(
         os=plat.os,
         machine=plat.machine,
@@ -78,4 +151,6 @@ def detect(
         nvml=nvml,
         nvml_error=nvml_error,
         pip_index=index,
+        sources=found[0] if found else None,
+        installed_torch=installed,
     )

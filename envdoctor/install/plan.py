@@ -8,6 +8,7 @@ so the report and `envdoctor install` never disagree.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -15,24 +16,34 @@ from packaging.version import Version
 
 from envdoctor import knowledge
 from envdoctor.install.commands import (
+    Command,
     MirrorChoice,
-    PlannedCommand,
     choose_index,
+    command_text,
     conda_command,
-    pip_command,
-    uv_commands,
 )
+from envdoctor.install.routes import Routed, route
+from envdoctor.install.sources import Constraint, Sources, blocking
 from envdoctor.knowledge import DriverVersion, Release, conda, variant_cuda
 from envdoctor.knowledge.archs import Capability, CoverageKind, arch_list, coverage, sm
 from envdoctor.knowledge.drivers import DriverKind, DriverSupport, driver_support, native_cuda
 from envdoctor.knowledge.gpus import is_tegra
-from envdoctor.shell import join
 
 MANAGERS = ("pip", "uv", "conda")
 GET_STARTED = "https://pytorch.org/get-started/locally/"
 CONDA_CUTOFF_ISSUE = "pytorch/pytorch#138506"
+UPDATE_HINT = "`envdoctor update` refreshes it"
 
-__all__ = ["MANAGERS", "InstallPlan", "InstallTarget", "PlannedCommand", "plan"]
+__all__ = ["MANAGERS", "Command", "InstallPlan", "InstallTarget", "Route", "plan"]
+
+
+class Route(str, enum.Enum):
+    """Where the planned build comes from."""
+
+    INDEX = "index"  # the index the official command names, or the default one
+    LOCAL = "local"  # a find-links folder or file:// index on this machine that holds the build
+    FALLBACK = "fallback"  # another index, because the usual one did not answer
+    OFFLINE = "offline"  # nothing reachable has it: download the wheel elsewhere
 
 
 @dataclass(frozen=True)
@@ -52,6 +63,8 @@ class InstallTarget:
     mirror: MirrorChoice | None = None
     installed_torch: str | None = None  # the torch already in the environment (check's fixes)
     native_only: bool = False  # skip builds the driver runs only through minor-version compatibility
+    sources: Sources | None = None  # where the manager will look; None: as the official command says
+    notes: tuple[str, ...] = ()  # what the request left unplaced (an unknown --gpu), said first
 
     @property
     def platform(self) -> str:
@@ -71,9 +84,12 @@ class InstallPlan:
     torchaudio: str | None
     variant: str | None
     reason: str
-    commands: tuple[PlannedCommand, ...] = ()
+    commands: tuple[Command, ...] = ()
     warnings: tuple[str, ...] = ()
     suggestions: tuple[str, ...] = ()  # when nothing fits: what to change
+    source: str | None = None  # one sentence: where the build comes from, and why (sources known)
+    route: Route = Route.INDEX
+    unverified: bool = False  # a release newer than envdoctor's data: its builds are assumed
 
     @property
     def possible(self) -> bool:
@@ -144,6 +160,8 @@ def _choose_cuda(release: Release, target: InstallTarget) -> _Choice | str:
     variants = sorted((v for v in builds.variants if v.startswith("cu")), key=_cuda_key, reverse=True)
     if not variants:
         return f"torch {release.torch} has no CUDA build for {target.platform}"
+    if target.driver_version is None:
+        return _choose_without_driver(release, target, variants)
     judged: list[tuple[str, DriverSupport, list[str]]] = []
     for variant in variants:
         support = driver_support(variant, target.driver_version, target.os, target.driver_cuda)
@@ -176,6 +194,27 @@ def _choose_cuda(release: Release, target: InstallTarget) -> _Choice | str:
             why += f" -> {variant}" + _gpu_words(release, variant, target, skipped)
             return _Choice(variant, why, tuple(warnings))
     return _no_cuda_fit(release, target, judged)
+
+
+def _choose_without_driver(release: Release, target: InstallTarget, variants: list[str]) -> _Choice | str:
+    """CUDA asked for an NVIDIA GPU whose driver is unknown: the build PyPI carries for the platform
+    (PyTorch's default there) when it serves the GPUs, else the newest that does, and the driver it
+    needs, said plainly."""
+    builds = release.builds(target.platform)
+    default = builds.pypi if builds is not None and builds.pypi in variants else None
+    for variant in ([default] if default else []) + [v for v in variants if v != default]:
+        if _gpu_coverage(release, variant, target):
+            continue
+        need = driver_support(variant, None, target.os)
+        natively = f" (>= {need.native} natively)" if need.native and need.native != need.floor else ""
+        warning = (
+            f"NVIDIA driver unknown (none given, none found): {variant} needs a driver >= {need.floor}"
+            f"{natively}; pass --driver to plan for the one you have"
+        )
+        why = f"NVIDIA driver unknown -> {variant}" + _gpu_words(release, variant, target, ())
+        return _Choice(variant, why, (warning,))
+    gpus = ", ".join(target.gpu_label(i) for i in range(len(target.gpu_capabilities)))
+    return f"torch {release.torch}: no CUDA build includes {gpus}"
 
 
 def _no_cuda_fit(
@@ -261,11 +300,13 @@ def _choose(release: Release, target: InstallTarget) -> _Choice | str:
 
 
 def candidates(target: InstallTarget) -> tuple[Release, ...]:
-    """The releases the planner may pick from, newest first."""
-    newest_first = tuple(reversed(knowledge.releases()))
+    """The releases the planner may pick from, newest first: a release newer than the data (asked
+    for, or installed when none is asked for) comes first as a best-effort stand-in."""
+    newest_first = tuple(reversed(knowledge.known_releases()))
     if target.torch is None:
-        return newest_first
-    wanted = knowledge.resolve_release(target.torch)
+        assumed = knowledge.assumed_release(target.installed_torch or "")
+        return ((assumed,) if assumed is not None else ()) + newest_first
+    wanted = knowledge.resolve_release(target.torch) or knowledge.assumed_release(target.torch)
     return (wanted,) if wanted is not None else ()
 
 
@@ -286,17 +327,18 @@ def plan(target: InstallTarget) -> InstallPlan:
             f"the newest release in envdoctor's data that fits: torch {newest.torch} ({newest.variant}), "
             f"--torch {newest.torch}; for torch {target.torch} itself see {GET_STARTED}"
         )
+        known = knowledge.known_releases()
         return InstallPlan(
             None,
             None,
             None,
             None,
             f"torch {target.torch} is not in envdoctor's data yet (data as of "
-            f"{knowledge.releases_as_of()}); known releases: {knowledge.releases()[0].torch} to "
-            f"{knowledge.releases()[-1].torch}",
+            f"{knowledge.releases_as_of()}); known releases: {known[0].torch} to {known[-1].torch}",
             suggestions=(fallback,) if newest.possible else (),
         )
     notes: list[str] = []
+    rejected: list[tuple[Release, Constraint]] = []
     for release in found:
         problem = _release_problem(release, target)
         if problem is not None:
@@ -306,8 +348,66 @@ def plan(target: InstallTarget) -> InstallPlan:
         if isinstance(choice, str):
             notes.append(choice)
             continue
-        return _plan_for(release, choice, target)
-    return _impossible(target, notes)
+        constraint = _constrained(release, target)
+        if constraint is not None:
+            rejected.append((release, constraint))
+            notes.append(
+                f"torch {release.torch}: pip's constraint {constraint.text} ({constraint.file}, line "
+                f"{constraint.line}) rejects it"
+            )
+            continue
+        return _with_history(_plan_for(release, choice, target), target, release, notes, rejected)
+    return _impossible(target, notes, rejected)
+
+
+def _constrained(release: Release, target: InstallTarget) -> Constraint | None:
+    """The configured constraint that rejects this release or a companion the command pins."""
+    versions = {"torch": release.torch, "torchvision": release.torchvision, "torchaudio": release.torchaudio}
+    for name in knowledge.command_packages(release):
+        found = blocking(target.sources, name, versions.get(name))
+        if found is not None:
+            return found
+    return None
+
+
+def _with_history(
+    result: InstallPlan,
+    target: InstallTarget,
+    release: Release,
+    notes: list[str],
+    rejected: list[tuple[Release, Constraint]],
+) -> InstallPlan:
+    """Say what was passed over on the way: a constraint that ruled out newer releases, a release
+    newer than the data, and a downgrade from what is installed, with why."""
+    warnings = list(result.warnings)
+    reason = result.reason
+    warnings[:0] = [n for n in target.notes if n not in warnings]
+    if rejected:
+        newest, constraint = rejected[0]
+        warnings.insert(
+            0,
+            f"pip's constraint {constraint.text} ({constraint.file}, line {constraint.line}) rules out "
+            f"torch {newest.torch}; this is torch {release.torch}, the newest it allows. To lift it: "
+            f"{constraint.lift}",
+        )
+    if release.assumed:
+        warnings.insert(0, _newer_than_data(release, target.platform))
+    installed = knowledge.parse_version((target.installed_torch or "").split("+", 1)[0])
+    if target.torch is None and installed is not None and release.version < installed:
+        why = notes[0] if notes else "the planner found no fitting build of it"
+        reason += f" (a downgrade from the installed {target.installed_torch}: {why})"
+    return replace(result, reason=reason, warnings=tuple(dict.fromkeys(warnings)), unverified=release.assumed)
+
+
+def _newer_than_data(release: Release, platform: str) -> str:
+    newest = knowledge.newest_release()
+    builds = release.builds(platform)
+    shown = f" ({', '.join(builds.variants)} on {platform})" if builds else ""
+    return (
+        f"torch {release.torch} is newer than envdoctor's data ({knowledge.data_horizon()}); "
+        f"{UPDATE_HINT}. Unverified: its builds are assumed to be those of {newest.torch}{shown}, "
+        "and pip pairs torchvision with it"
+    )
 
 
 def _summarise(notes: list[str]) -> str:
@@ -318,9 +418,16 @@ def _summarise(notes: list[str]) -> str:
     return f"{unique[0]}; {len(notes) - 1} older releases do not fit either"
 
 
-def _impossible(target: InstallTarget, notes: list[str]) -> InstallPlan:
+def _impossible(
+    target: InstallTarget, notes: list[str], rejected: Sequence[tuple[Release, Constraint]] = ()
+) -> InstallPlan:
     reason = "no torch build fits: " + _summarise(notes) if notes else "no torch build fits"
-    return InstallPlan(None, None, None, None, reason, suggestions=tuple(_suggestions(target)))
+    suggestions = _suggestions(target)
+    for _, constraint in rejected[:1]:
+        suggestions.append(f"lift pip's constraint {constraint.text}: {constraint.lift}")
+    return InstallPlan(
+        None, None, None, None, reason, warnings=target.notes, suggestions=tuple(dict.fromkeys(suggestions))
+    )
 
 
 def _suggestions(target: InstallTarget) -> list[str]:
@@ -392,20 +499,22 @@ def _plan_for(release: Release, choice: _Choice, target: InstallTarget) -> Insta
             f"torchaudio=={release.torchaudio} matches this torch; the official command leaves it "
             "out from 2.8, add it if you need it"
         )
-    commands = _commands(release, choice.variant, target, warnings)
+    routed = _commands(release, choice.variant, target, warnings)
     return InstallPlan(
         torch=release.torch,
         torchvision=release.torchvision,
         torchaudio=release.torchaudio,
         variant=choice.variant,
         reason=f"{choice.why} -> torch {release.torch} ({choice.variant})",
-        commands=tuple(commands),
+        commands=routed.commands,
         warnings=tuple(dict.fromkeys(warnings)),
-        suggestions=tuple(_conda_alternative(release, target)),
+        suggestions=tuple(_conda_alternative(release, target)) + routed.suggestions,
+        source=routed.sentence,
+        route=Route(routed.route),
     )
 
 
-def _uninstall_first(release: Release, variant: str, target: InstallTarget) -> PlannedCommand | None:
+def _uninstall_first(release: Release, variant: str, target: InstallTarget) -> Command | None:
     """pip treats an installed 2.5.1+cpu as satisfying torch==2.5.1: remove it before a variant swap."""
     installed = target.installed_torch
     if not installed:
@@ -413,18 +522,13 @@ def _uninstall_first(release: Release, variant: str, target: InstallTarget) -> P
     public, _, label = installed.partition("+")
     if public != release.torch or label == variant:
         return None
-    argv = [*target.python_launcher, "uninstall", "-y", "torch", "torchvision", "torchaudio"]
-    return PlannedCommand("pip", join(argv, target.os))
+    return Command((*target.python_launcher, "uninstall", "-y", "torch", "torchvision", "torchaudio"), "pip")
 
 
-def _commands(
-    release: Release, variant: str, target: InstallTarget, warnings: list[str]
-) -> list[PlannedCommand]:
+def _commands(release: Release, variant: str, target: InstallTarget, warnings: list[str]) -> Routed:
     index = choose_index(release, variant, target.platform, target.mirror, warnings)
-    if target.manager == "uv":
-        return uv_commands(release, variant, index, target.os)
     if target.manager == "conda":
-        found = conda_command(release, variant, target.platform, target.os)
+        found = conda_command(release, variant, target.platform)
         if found is not None:
             if variant.startswith("cu") and target.mirror is not None:
                 warnings.append(
@@ -432,14 +536,14 @@ def _commands(
                     "the nvidia channel (https://github.com/tuna/issues/issues/1327); keep channel_alias "
                     "at its default"
                 )
-            return [found]
+            return Routed((found,))
         warnings.append(_conda_missing(release, variant, target.platform))
-    commands = []
-    first = _uninstall_first(release, variant, target)
-    if first is not None:
-        commands.append(first)
-    commands.append(pip_command(release, variant, index, target.python_launcher, target.os))
-    return commands
+    manager = "uv" if target.manager == "uv" else "pip"
+    routed = route(release, variant, index, target, manager, warnings)
+    first = _uninstall_first(release, variant, target) if manager == "pip" else None
+    if first is not None and routed.route != Route.OFFLINE.value:
+        return replace(routed, commands=(first, *routed.commands))
+    return routed
 
 
 def _conda_missing(release: Release, variant: str, platform: str) -> str:
@@ -467,5 +571,5 @@ def _conda_alternative(release: Release, target: InstallTarget) -> list[str]:
         return []
     return [
         f"conda packages only: torch {older.torch} ({older.variant}), the last on the channel: "
-        + conda_only[0].command
+        + command_text(conda_only[0], target.os)
     ]

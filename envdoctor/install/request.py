@@ -46,6 +46,7 @@ class Given:
     gpus: tuple[str, ...] = ()
     manager: str | None = None  # None: pip
     mirror: str | None = None
+    offline: bool = False  # ask nothing of the network (no reachability checks)
 
 
 def looks_like_python_version(text: str) -> bool:
@@ -84,11 +85,13 @@ def parse_variant(text: str) -> str | None:
 
 
 def parse_release(text: str) -> Release:
+    """A known release, or a best-effort stand-in for one newer than the data (the plan says it is
+    unverified); RequestError otherwise."""
     if parse_version(text.split("+", 1)[0]) is None:
         raise RequestError(f"--torch {text}: expected a version such as 2.5.1 or 2.5")
-    found = knowledge.resolve_release(text)
+    found = knowledge.resolve_release(text) or knowledge.assumed_release(text)
     if found is None:
-        known = knowledge.releases()
+        known = knowledge.known_releases()
         raise RequestError(
             f"--torch {text}: not in envdoctor's data yet (data as of {knowledge.releases_as_of()}); "
             f"known releases: {known[0].torch} to {known[-1].torch} "
@@ -115,14 +118,58 @@ def parse_driver_option(text: str) -> str:
     return text.strip()
 
 
-def parse_gpu_option(text: str) -> GpuSpec:
-    found = parse_gpu(text)
-    if found is None:
-        raise RequestError(
-            f"--gpu {text}: not a GPU name envdoctor knows nor a compute capability; expected e.g. "
-            "'RTX 3090', 'H100', sm_86 or 8.6"
+@dataclass(frozen=True)
+class GpuNote:
+    """A --gpu value envdoctor cannot place: an NVIDIA GPU of unknown architecture, or another
+    vendor's device, which a CUDA plan leaves out. Either way the plan says so."""
+
+    label: str
+    note: str
+    nvidia: bool
+
+
+_PCI_ID = re.compile(r"^(?:0x)?([0-9a-fA-F]{4}):(?:0x)?([0-9a-fA-F]{4})$")
+_PCI_VENDORS = {"10de": "NVIDIA", "1002": "AMD", "1022": "AMD", "8086": "Intel"}
+_OTHER_VENDOR = re.compile(r"\b(amd|ati|radeon|instinct|intel|arc|iris|uhd|apple)\b", re.IGNORECASE)
+_NVIDIA_WORDS = re.compile(r"\b(nvidia|geforce|rtx|gtx|quadro|tesla|titan)\b", re.IGNORECASE)
+
+
+def parse_gpu_option(text: str) -> GpuSpec | GpuNote:
+    """A known model or a compute capability; else a note: an unknown NVIDIA name (a bare
+    "GeForce", a Kepler GeForce) or PCI id is planned with its architecture unknown, another
+    vendor's device is left out."""
+    value = text.strip()
+    if not value:
+        raise RequestError("--gpu: expected a GPU name such as 'RTX 3090', or sm_86")
+    found = parse_gpu(value)
+    if found is not None:
+        return found
+    pci = _PCI_ID.match(value)
+    if pci is not None:
+        vendor = _PCI_VENDORS.get(pci.group(1).lower(), f"vendor {pci.group(1).lower()}")
+        if vendor == "NVIDIA":
+            return GpuNote(
+                value,
+                f"--gpu {value}: an NVIDIA PCI id; envdoctor has no device-id table, so the GPU's "
+                "architecture is unknown (give its model or compute capability, e.g. sm_86)",
+                True,
+            )
+        return GpuNote(
+            value, f"--gpu {value}: a PCI id of {vendor}, not NVIDIA: left out of a CUDA plan", False
         )
-    return found
+    if _OTHER_VENDOR.search(value) and not _NVIDIA_WORDS.search(value):
+        return GpuNote(
+            value,
+            f"--gpu {value}: not an NVIDIA GPU, left out of the plan (CUDA builds serve NVIDIA GPUs; "
+            "for AMD GPUs on Linux: --cuda rocmX.Y)",
+            False,
+        )
+    return GpuNote(
+        value,
+        f"--gpu {value}: not a model envdoctor knows, so its architecture is unknown (give its compute "
+        "capability, e.g. --gpu sm_86 or 8.6)",
+        True,
+    )
 
 
 def check_mirror(text: str) -> str:

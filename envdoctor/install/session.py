@@ -3,15 +3,17 @@ and the list of inputs (each value with where it came from), then the plan."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from envdoctor import knowledge
 from envdoctor.host.base import Host
+from envdoctor.install import sources as planner_sources
 from envdoctor.install.commands import MirrorChoice, resolve_mirror
-from envdoctor.install.detect import Detected, detect
-from envdoctor.install.plan import InstallPlan, InstallTarget, plan
+from envdoctor.install.detect import Detected, detect, with_answers
+from envdoctor.install.plan import InstallPlan, InstallTarget, Route, plan
 from envdoctor.install.request import (
     Given,
+    GpuNote,
     RequestError,
     check_combination,
     check_mirror,
@@ -27,6 +29,7 @@ from envdoctor.install.request import (
 from envdoctor.knowledge import mirrors
 from envdoctor.knowledge.archs import sm
 from envdoctor.knowledge.gpus import GpuSpec
+from envdoctor.probes.sources import offline_wanted
 
 _DEFAULT_MACHINE = {"linux": "x86_64", "windows": "x86_64", "macos": "arm64"}
 
@@ -89,12 +92,15 @@ def build(given: Given, host: Host) -> tuple[InstallTarget, tuple[Input, ...]]:
         else:
             interpreter = given.python
     driver = parse_driver_option(given.driver) if given.driver else None
-    gpus: tuple[GpuSpec, ...] = tuple(parse_gpu_option(g) for g in given.gpus)
+    read = [parse_gpu_option(g) for g in given.gpus]
+    gpus: tuple[GpuSpec, ...] = tuple(g for g in read if isinstance(g, GpuSpec))
+    gpu_notes = tuple(g for g in read if isinstance(g, GpuNote))
+    nvidia_given = bool(gpus) or any(n.nvidia for n in gpu_notes)
     mirror_given = check_mirror(given.mirror) if given.mirror else None
 
     local = host.platform()
     os_name = os_given or local.os
-    if os_name == "macos" and (driver or gpus):
+    if os_name == "macos" and (driver or nvidia_given):
         raise RequestError("--driver/--gpu: macOS has no NVIDIA CUDA driver; leave them out with --os macos")
     machine, machine_origin = _machine(arch_given, os_name, local.os, local.machine)
     platform = knowledge.platform_key(os_name, machine)
@@ -109,8 +115,10 @@ def build(given: Given, host: Host) -> tuple[InstallTarget, tuple[Input, ...]]:
         host,
         interpreter=interpreter,
         want_python=python_version is None and (same_machine or interpreter is not None),
-        want_gpu=same_machine and not driver and not gpus and variant in (None, *_cuda_variants(variant)),
+        want_gpu=same_machine and not driver and variant in (None, *_cuda_variants(variant)),
         want_index=want_index,
+        want_sources=manager if same_machine or interpreter is not None else None,
+        offline=offline_wanted(host, given.offline),
     )
     if interpreter is not None and detected.target is None:
         raise RequestError(f"--python {interpreter}: {detected.target_error}")
@@ -132,22 +140,30 @@ def build(given: Given, host: Host) -> tuple[InstallTarget, tuple[Input, ...]]:
     names: tuple[str, ...] = tuple(g.label for g in gpus)
     capabilities = tuple(g.capability for g in gpus)
     nvml = detected.nvml
-    if driver is not None or gpus:
-        inputs.append(Input("NVIDIA driver", driver or "none", "given" if driver else "default"))
+    want_cuda: bool | None = None
+    if driver is not None:
+        inputs.append(Input("NVIDIA driver", driver, "given"))
     elif nvml is not None and nvml.working:
         driver, driver_cuda = nvml.driver_version, nvml.driver_cuda
-        found = [g for g in nvml.gpus if g.capability]
-        names = tuple(g.name or f"GPU{g.index}" for g in found)
-        capabilities = tuple(g.capability for g in found if g.capability)
+        if not given.gpus:  # GPUs given for this machine win over the detected ones
+            found = [g for g in nvml.gpus if g.capability]
+            names = tuple(g.name or f"GPU{g.index}" for g in found)
+            capabilities = tuple(g.capability for g in found if g.capability)
         cuda = f" (CUDA {driver_cuda})" if driver_cuda else ""
         inputs.append(Input("NVIDIA driver", f"{driver}{cuda}", "detected"))
+    elif nvidia_given:
+        # An NVIDIA GPU without a driver version: plan its CUDA build and say which driver it needs.
+        want_cuda = True
+        found_here = "none found here" if same_machine else "not detected for another machine"
+        inputs.append(Input("NVIDIA driver", "unknown", f"not given; {found_here}"))
     elif nvml is not None:
         inputs.append(Input("NVIDIA driver", "none working", f"detected ({nvml.status})"))
     else:
         inputs.append(Input("NVIDIA driver", "none", "detected" if same_machine else "default"))
-    if capabilities:
-        shown = ", ".join(f"{n} ({sm(c)})" if n != sm(c) else n for n, c in zip(names, capabilities))
-        inputs.append(Input("GPUs", shown, "given" if gpus else "detected"))
+    if capabilities or gpu_notes:
+        shown = [f"{n} ({sm(c)})" if n != sm(c) else n for n, c in zip(names, capabilities)]
+        shown += [f"{n.label} ({'architecture unknown' if n.nvidia else 'left out'})" for n in gpu_notes]
+        inputs.append(Input("GPUs", ", ".join(shown), "given" if given.gpus else "detected"))
 
     mirror, mirror_input = _mirror(mirror_given, detected, want_index)
     inputs += [
@@ -156,6 +172,11 @@ def build(given: Given, host: Host) -> tuple[InstallTarget, tuple[Input, ...]]:
         Input("Manager", manager, "given" if given.manager else "default"),
         mirror_input,
     ]
+    described = planner_sources.describe(detected.sources) if detected.sources is not None else ""
+    if described:
+        inputs.append(Input("Sources", described, "detected"))
+    if detected.installed_torch:
+        inputs.append(Input("Installed", f"torch {detected.installed_torch}", "detected"))
     target = InstallTarget(
         os=os_name,
         machine=machine,
@@ -169,6 +190,10 @@ def build(given: Given, host: Host) -> tuple[InstallTarget, tuple[Input, ...]]:
         manager=manager,
         mirror=mirror,
         python_launcher=launcher,
+        sources=detected.sources,
+        installed_torch=detected.installed_torch,
+        want_cuda=want_cuda,
+        notes=tuple(n.note for n in gpu_notes),
     )
     return target, tuple(inputs)
 
@@ -178,8 +203,18 @@ def _cuda_variants(variant: str | None) -> tuple[str, ...]:
 
 
 def run(given: Given, host: Host) -> Session:
-    """RequestError for bad options; otherwise a Session whose plan may still say nothing fits."""
+    """RequestError for bad options; otherwise a Session whose plan may still say nothing fits.
+
+    The network is asked only when it matters: a plan that local sources satisfy is final; any other
+    is made again once the indexes it may name have answered (<= 2 s, all at once)."""
     target, inputs = build(given, host)
+    first = plan(target)
+    sources = target.sources
+    if sources is None or sources.offline or first.route is Route.LOCAL:
+        return Session(target, inputs, first)
+    operator = target.mirror.wheels if target.mirror is not None and target.mirror.wheels else None
+    extra = (operator.url,) if operator is not None else ()
+    target = replace(target, sources=with_answers(host, sources, extra))
     return Session(target, inputs, plan(target))
 
 

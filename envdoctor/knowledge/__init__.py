@@ -8,7 +8,7 @@ data yet (data as of ...)".
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -55,6 +55,7 @@ class Release:
     python: tuple[str, ...]  # "3.11", ...
     pypi_linux_x86_64_default: str  # the variant plain `pip install torch` gives on Linux x86_64
     platforms: tuple[tuple[str, PlatformBuilds], ...] = ()
+    assumed: bool = False  # not in the data: builds carried forward from the newest known release
 
     @property
     def version(self) -> Version:
@@ -80,6 +81,13 @@ class Release:
     def builds(self, platform: str) -> PlatformBuilds | None:
         return dict(self.platforms).get(platform)
 
+    def platform_pythons(self) -> tuple[str, ...]:
+        """Every Python version with wheels on some platform of this release."""
+        found = dict.fromkeys(self.python)
+        for _, builds in self.platforms:
+            found.update(dict.fromkeys(builds.python or ()))
+        return tuple(found)
+
     def python_for(self, platform: str) -> tuple[str, ...]:
         builds = self.builds(platform)
         if builds is None:
@@ -101,38 +109,108 @@ def variant_cuda(variant: str) -> str | None:
     return f"{digits[:-1]}.{digits[-1]}"
 
 
+def release_from_row(row: dict[str, Any]) -> Release:
+    """A release row of releases.json (or of the overlay, which shares its shape)."""
+    return Release(
+        torch=row["torch"],
+        torchvision=row.get("torchvision"),
+        torchaudio=row.get("torchaudio"),
+        cuda=tuple(row["cuda"]),
+        rocm=tuple(row["rocm"]),
+        python=tuple(row["python"]),
+        pypi_linux_x86_64_default=row["pypi_linux_x86_64_default"],
+        platforms=tuple(
+            (
+                name,
+                PlatformBuilds(
+                    variants=tuple(builds["variants"]),
+                    pypi=builds["pypi"],
+                    python=tuple(builds["python"]) if "python" in builds else None,
+                ),
+            )
+            for name, builds in row.get("platforms", {}).items()
+        ),
+    )
+
+
+def builtin_releases() -> tuple[Release, ...]:
+    """The releases of envdoctor's own table, oldest first."""
+    found = [release_from_row(row) for row in load_table("releases.json")["releases"]]
+    return tuple(sorted(found, key=lambda r: r.version))
+
+
 @cache
 def releases() -> tuple[Release, ...]:
-    """Every torch release envdoctor knows, oldest first."""
-    rows = load_table("releases.json")["releases"]
-    found = [
-        Release(
-            torch=row["torch"],
-            torchvision=row.get("torchvision"),
-            torchaudio=row.get("torchaudio"),
-            cuda=tuple(row["cuda"]),
-            rocm=tuple(row["rocm"]),
-            python=tuple(row["python"]),
-            pypi_linux_x86_64_default=row["pypi_linux_x86_64_default"],
-            platforms=tuple(
-                (
-                    name,
-                    PlatformBuilds(
-                        variants=tuple(builds["variants"]),
-                        pypi=builds["pypi"],
-                        python=tuple(builds["python"]) if "python" in builds else None,
-                    ),
-                )
-                for name, builds in row.get("platforms", {}).items()
-            ),
-        )
-        for row in rows
-    ]
-    return tuple(sorted(found, key=lambda r: r.version))
+    """Every torch release envdoctor knows, oldest first: the built-in table, then the releases
+    `envdoctor update` added in the user's overlay (knowledge/overlay.py; read here, once)."""
+    from envdoctor.knowledge.overlay import added_releases
+
+    builtin = builtin_releases()
+    return tuple(sorted(builtin + added_releases(builtin), key=lambda r: r.version))
 
 
 def releases_as_of() -> str:
     return str(load_table("releases.json")["as_of"])
+
+
+def known_releases() -> tuple[Release, ...]:
+    """Every release envdoctor may plan with, oldest first: the one query planners and rules ask.
+
+    Today the built-in table; a refreshed overlay (`envdoctor update`) adds its releases here, so
+    nothing else needs to know where a release came from.
+    """
+    return releases()
+
+
+def newest_release() -> Release:
+    return known_releases()[-1]
+
+
+def newer_than_data(version: str | None) -> bool:
+    """Whether `version` ("2.15.0+cpu") is a release past the newest envdoctor knows."""
+    wanted = parse_version((version or "").split("+", 1)[0])
+    return wanted is not None and wanted > newest_release().version
+
+
+def data_horizon() -> str:
+    """ "up to 2.13.0, 2026-08-21": how far the release data reaches, for "newer than" sentences."""
+    return f"up to {newest_release().torch}, {releases_as_of()}"
+
+
+def assumed_release(version: str) -> Release | None:
+    """A best-effort stand-in for a release newer than the data: its builds, Python versions and
+    companions unknown, carried forward from the newest known release (companions left unpinned,
+    so the resolver pairs them). None unless `version` is newer than the data within the same major
+    version: a new major version may change every build, so nothing is carried across it."""
+    if not newer_than_data(version):
+        return None
+    newest = newest_release()
+    if Version(version.split("+", 1)[0]).major != newest.version.major:
+        return None
+    public = str(Version(version.split("+", 1)[0]))
+    return Release(
+        torch=public,
+        torchvision=None,
+        torchaudio=None,
+        cuda=newest.cuda,
+        rocm=newest.rocm,
+        python=newest.python,
+        pypi_linux_x86_64_default="",
+        # Which build PyPI carries for a new release is not known: commands name the variant's index.
+        platforms=tuple((name, replace(builds, pypi="")) for name, builds in newest.platforms),
+        assumed=True,
+    )
+
+
+def wheel_platform_tag(torch: str, platform: str) -> str | None:
+    """The platform tag of PyTorch's index wheels of `torch` for `platform`, when the data knows it."""
+    version = parse_version(torch.split("+", 1)[0])
+    if version is None:
+        return None
+    for row in load_table("releases.json").get("wheel_platform_tags", ()):
+        if row["platform"] == platform and _in_range(version, row):
+            return str(row["tag"])
+    return None
 
 
 def release(version: str) -> Release | None:
@@ -140,7 +218,7 @@ def release(version: str) -> Release | None:
     wanted = parse_version(version.split("+", 1)[0])
     if wanted is None:
         return None
-    for row in releases():
+    for row in known_releases():
         if row.version == wanted:
             return row
     return None
@@ -151,7 +229,7 @@ def release_series(version: str) -> tuple[Release, ...]:
     wanted = parse_version(version.split("+", 1)[0])
     if wanted is None:
         return ()
-    return tuple(r for r in releases() if r.version.release[:2] == wanted.release[:2])
+    return tuple(r for r in known_releases() if r.version.release[:2] == wanted.release[:2])
 
 
 def resolve_release(text: str) -> Release | None:
@@ -161,7 +239,7 @@ def resolve_release(text: str) -> Release | None:
         return None
     if len(wanted.release) != 2:
         return release(text)
-    series = [r for r in releases() if r.version.release[:2] == wanted.release[:2]]
+    series = [r for r in known_releases() if r.version.release[:2] == wanted.release[:2]]
     return series[-1] if series else None
 
 
@@ -188,7 +266,7 @@ def platform_key(os_name: str, machine: str) -> str:
 
 def known_platforms() -> tuple[str, ...]:
     found: dict[str, None] = {}
-    for row in releases():
+    for row in known_releases():
         found.update(dict.fromkeys(name for name, _ in row.platforms))
     return tuple(found)
 
@@ -243,7 +321,7 @@ def pypi_plain(row: Release, platform: str, variant: str) -> bool:
 
 def python_versions() -> tuple[str, ...]:
     """Every Python minor version some known release has wheels for, oldest first."""
-    found = {p for row in releases() for p in row.python}
+    found = {p for row in known_releases() for p in row.platform_pythons()}
     return tuple(sorted(found, key=Version))
 
 
@@ -297,6 +375,15 @@ def driver_minimum(cuda: str, os_name: str) -> DriverMinimum | None:
         if str(row["cuda_major"]) == major:
             known = True
             compat = parse_driver(row.get(key))
+    if not any(row["cuda"] == wanted for row in table["toolkit_minimum_driver"]):
+        # A CUDA version newer than the table: `envdoctor update` may have carried a neighbour's
+        # minimum forward (assumed); without an overlay the MVC minimum alone stands.
+        from envdoctor.knowledge.overlay import driver
+
+        assumed = driver(wanted)
+        if assumed is not None:
+            known = True
+            toolkit = parse_driver(assumed.windows if key == "windows" else assumed.linux)
     if not known:
         return None
     return DriverMinimum(cuda=wanted, toolkit=toolkit, compat=compat)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
+from packaging.version import Version
+
 from envdoctor.knowledge import Release, load_table
 from envdoctor.knowledge.provenance import Provenance, provenance
 from envdoctor.model import TextEnum
@@ -78,22 +80,40 @@ def _parse_list(text: str, with_ptx: bool) -> tuple[tuple[Capability, ...], tupl
 
 @cache
 def arch_list(torch: Release, variant: str, platform: str) -> ArchList | None:
-    """The arch list of `torch`'s `variant` build for `platform` ("linux-x86_64"); None when unknown."""
+    """The arch list of `torch`'s `variant` build for `platform` ("linux-x86_64"); None when unknown.
+
+    A release newer than the data (`torch.assumed`) takes the newest known series' list, marked
+    inferred: an index cannot tell which GPUs a wheel was compiled for."""
     if not variant.startswith("cu"):
         return None
     table = load_table("archs.json")
     machine = "aarch64" if platform.endswith("aarch64") else "x86_64"
     with_ptx = not table["ptx_linux_only"] or platform.startswith("linux")
-    for row in table["arch_lists"]:
-        if torch.series not in row["series"]:
+    rows = table["arch_lists"]
+    if torch.assumed:
+        rows = sorted(rows, key=lambda r: max(Version(s) for s in r["series"]), reverse=True)[:1]
+    for row in rows:
+        if torch.series not in row["series"] and not torch.assumed:
             continue
         lists = row.get("aarch64", {}) if machine == "aarch64" else row["variants"]
         text = lists.get(variant)
         if text is None:
             return None
         cubins, ptx = _parse_list(text, with_ptx)
-        return ArchList(cubins, ptx, bool(row.get("inferred")), provenance(row))
-    return None
+        return ArchList(cubins, ptx, bool(row.get("inferred")) or torch.assumed, provenance(row))
+    return _overlay_arch_list(torch, variant, machine, with_ptx)
+
+
+def _overlay_arch_list(torch: Release, variant: str, machine: str, with_ptx: bool) -> ArchList | None:
+    """A release `envdoctor update` added: its list is assumed, carried forward from a known build."""
+    from envdoctor.knowledge import overlay
+
+    found = overlay.arch_list(torch.torch, variant, machine)
+    if found is None:
+        return None
+    cubins, ptx = _parse_list(found.arch_list, with_ptx)
+    basis = f"assumed: carried forward from {found.origin} by `envdoctor update` (no index tells arch lists)"
+    return ArchList(cubins, ptx, True, Provenance(found.references, basis, verified=False))
 
 
 @dataclass(frozen=True)

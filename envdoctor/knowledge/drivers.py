@@ -34,22 +34,14 @@ class DriverSupport:
     variant: str  # "cu126"
     cuda: str  # "12.6"
     kind: DriverKind
-    native: DriverVersion | None  # the toolkit's own minimum (on Windows 13.x: the MVC minimum)
+    native: DriverVersion | None  # the toolkit's own minimum (on Windows 13.x: its driver branch)
     floor: DriverVersion | None  # the lowest driver that runs it at all
-    caveat: str | None = None  # e.g. the Windows 527.41 / 528.33 ambiguity
-    toolkit: DriverVersion | None = None  # the toolkit's minimum as published (None where NVIDIA prints N/A)
+    caveat: str | None = None  # a note the planner passes on with this variant
+    toolkit: DriverVersion | None = None  # the toolkit's minimum in the data (Windows 13.x: its branch)
 
     @property
     def runs(self) -> bool:
         return self.kind in (DriverKind.NATIVE, DriverKind.COMPAT)
-
-
-def _windows_tools_floor(cuda: str) -> DriverVersion | None:
-    major = cuda.split(".")[0]
-    for row in load_table("cuda_drivers.json")["minor_version_compatibility"]:
-        if str(row["cuda_major"]) == major:
-            return parse_driver(row.get("windows_tools"))
-    return None
 
 
 def driver_support(
@@ -71,13 +63,6 @@ def driver_support(
         return DriverSupport(variant, cuda, DriverKind.TOO_OLD, native, floor, toolkit=toolkit)
     if have is None or floor is None:
         return DriverSupport(variant, cuda, DriverKind.UNKNOWN, native, floor, toolkit=toolkit)
-    caveat = None
-    tools = _windows_tools_floor(cuda) if os_name == "windows" else None
-    if tools is not None and floor <= have < tools:
-        caveat = (
-            f"NVIDIA printed both {floor} and {tools} as the Windows minimum for CUDA "
-            f"{cuda.split('.')[0]}.x; uv and light-the-torch expect >= {tools}"
-        )
     if have < floor:
         return DriverSupport(variant, cuda, DriverKind.TOO_OLD, native, floor, toolkit=toolkit)
     if driver_cuda is not None:
@@ -85,7 +70,7 @@ def driver_support(
     else:
         is_native = native is not None and have >= native
     kind = DriverKind.NATIVE if is_native else DriverKind.COMPAT
-    return DriverSupport(variant, cuda, kind, native, floor, caveat, toolkit)
+    return DriverSupport(variant, cuda, kind, native, floor, toolkit=toolkit)
 
 
 def _older_major(driver_cuda: str | None, cuda: str) -> bool:

@@ -117,3 +117,63 @@ def file_version(text: str | None) -> Version | None:
     if not text:
         return None
     return parse_version(text.strip().lstrip("vV"))
+
+
+@dataclass(frozen=True)
+class PagingFile:
+    """[WinError 1455]: what it means and the commands that give Windows a bigger page file."""
+
+    winerror: int
+    settings_command: str
+    system_managed_command: str
+    link: str
+    provenance: Provenance
+
+
+@cache
+def paging_file() -> PagingFile:
+    row = load_table(_TABLE)["paging_file"]
+    return PagingFile(
+        winerror=int(row["winerror"]),
+        settings_command=row["settings_command"],
+        system_managed_command=row["system_managed_command"],
+        link=row["link"],
+        provenance=provenance(row),
+    )
+
+
+@dataclass(frozen=True)
+class DllRegression:
+    """A torch release whose own DLL needs something no redistributable installs."""
+
+    torch: tuple[Version, ...]
+    dll: str
+    winerror: int
+    missing: str
+    fixed_in: Version
+    why: str
+    provenance: Provenance
+
+
+@cache
+def _regressions() -> tuple[DllRegression, ...]:
+    return tuple(
+        DllRegression(
+            torch=tuple(Version(v) for v in row["torch"]),
+            dll=row["dll"].lower(),
+            winerror=int(row["winerror"]),
+            missing=row["missing"],
+            fixed_in=Version(row["fixed_in"]),
+            why=row["why"],
+            provenance=provenance(row),
+        )
+        for row in load_table(_TABLE)["dll_regressions"]
+    )
+
+
+def dll_regression(torch_version: str | None, dll: str) -> DllRegression | None:
+    """The known regression of this torch ("2.4.0+cu121") behind a failure to load `dll`."""
+    wanted = parse_version((torch_version or "").split("+", 1)[0])
+    if wanted is None:
+        return None
+    return next((r for r in _regressions() if wanted in r.torch and r.dll == dll.lower()), None)

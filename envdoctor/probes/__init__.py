@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from envdoctor.probes import mirrors, nvml, python_env, system, toolkit, torch_build, windows
+from envdoctor.probes import (
+    environment,
+    mirrors,
+    nvml,
+    python_env,
+    sources,
+    system,
+    toolkit,
+    torch_build,
+    windows,
+)
 from envdoctor.probes.base import CheckOptions, NotApplicable, ProbeContext, ProbeSpec
 
 PROBES: tuple[ProbeSpec[Any], ...] = (
@@ -15,6 +25,8 @@ PROBES: tuple[ProbeSpec[Any], ...] = (
     toolkit.PROBE,
     windows.PROBE,
     mirrors.PROBE,
+    sources.PROBE,
+    environment.PROBE,
 )
 
 PROBES_BY_NAME: dict[str, ProbeSpec[Any]] = {p.name: p for p in PROBES}

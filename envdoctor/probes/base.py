@@ -23,6 +23,8 @@ class CheckOptions:
     smoke: bool = True
     smoke_size: int | None = None
     timeout: float = 60.0
+    offline: bool = False  # no network at all (the sources probe's reachability checks)
+    details: bool = False  # gather what only a bug report needs (the environment probe)
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,8 @@ class ProbeSpec(Generic[F]):
     timeout: float = 10.0
     slow: bool = False  # started first, so the others hide behind it
     details: Callable[[F], tuple[str, ...]] | None = None
+    # Run only when the caller asks for details (`report`, `snapshot`), and no area line of its own.
+    on_request: bool = False
 
     def describe_any(self, facts: Any) -> str:
         return self.describe(facts)

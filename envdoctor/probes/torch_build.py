@@ -15,6 +15,7 @@ from typing import Any
 
 from envdoctor.host.base import ChildOutcome
 from envdoctor.host.ending import ChildEnding
+from envdoctor.model import TextEnum
 from envdoctor.probes import torch_smoke as smoke_facts
 from envdoctor.probes.base import CheckOptions, ProbeContext, ProbeSpec
 from envdoctor.probes.torch_smoke import SmokeFacts
@@ -114,6 +115,27 @@ def normalize_name(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+class BridgeStatus(TextEnum):
+    OK = "ok"  # tensor.numpy() worked
+    FAILED = "failed"  # it raised ("Numpy is not available")
+    NOT_RUN = "not_run"  # import torch failed, or an older snapshot
+
+
+@dataclass(frozen=True)
+class NumpyFacts:
+    """NumPy beside torch, as the torch child saw it."""
+
+    version: str | None = None  # the installed distribution; None: not installed
+    bridge: BridgeStatus = BridgeStatus.NOT_RUN
+    error: str | None = None  # what tensor.numpy() raised
+    message: str | None = None  # what NumPy printed on stderr while torch imported, if anything
+
+    @property
+    def major(self) -> int | None:
+        head = (self.version or "").split(".", 1)[0]
+        return int(head) if head.isdigit() else None
+
+
 @dataclass(frozen=True)
 class ChildEnd:
     """How the child ended when it did not finish its report."""
@@ -160,6 +182,7 @@ class TorchFacts:
     crash: ChildEnd | None = None
     smoke: SmokeFacts | None = None  # None: not run (older snapshots, no torch, import failed)
     extensions: ExtensionFacts | None = None  # None: not examined (snapshots from before it was)
+    numpy: NumpyFacts | None = None  # None: not looked at (older snapshots, torch not installed)
 
     @property
     def imported(self) -> bool:
@@ -297,6 +320,22 @@ def extensions_from_records(records: Sequence[Mapping[str, Any]], outcome: Child
     return ExtensionFacts(loads=tuple(loads), distributions=distributions)
 
 
+def _numpy(raw: Any) -> NumpyFacts | None:
+    if not isinstance(raw, Mapping):
+        return None
+
+    def text(key: str) -> str | None:
+        value = raw.get(key)
+        return str(value) if isinstance(value, str) else None
+
+    return NumpyFacts(
+        version=text("version"),
+        bridge=BridgeStatus.parse(raw.get("bridge"), BridgeStatus.NOT_RUN),
+        error=text("error"),
+        message=text("message"),
+    )
+
+
 def facts_from_outcome(outcome: ChildOutcome, smoke: bool = True) -> TorchFacts:
     """Turn the child's records, or the way it died, into facts."""
     records = [r for r in outcome.records if r.get("record") == "torch"]
@@ -351,6 +390,7 @@ def facts_from_outcome(outcome: ChildOutcome, smoke: bool = True) -> TorchFacts:
         ),
         import_seconds=raw.get("import_seconds"),
         cuda_visible_devices=raw.get("cuda_visible_devices"),
+        numpy=_numpy(raw.get("numpy")),
         smoke=smoke_facts.smoke_from_records(outcome.records, outcome)
         if smoke
         else smoke_facts.skipped("--no-smoke"),
@@ -403,6 +443,7 @@ def describe(facts: TorchFacts) -> str:
     if facts.mps_available:
         parts.append("MPS available")
     text = ", ".join(parts)
+    text += _newer_than_data(facts.version)
     said = smoke_facts.verdict(facts.smoke)
     return f"{text}; {said}" if said else text
 
@@ -418,6 +459,20 @@ def _load_line(load: CompanionLoad) -> str:
     error = f": {load.error.type}" if load.error is not None else ""
     where = f" at {load.step}" if load.step else ""
     return f"{load.name}{version}: {load.status.value}{where}{error}"
+
+
+def _newer_than_data(version: str | None) -> str:
+    """Said plainly on the torch line: the rules judge such a build from its own facts (its CUDA
+    version, its arch list), and fixes keep its release rather than downgrade it silently."""
+    from envdoctor import knowledge
+
+    if not knowledge.newer_than_data(version):
+        return ""
+    public = (version or "").split("+", 1)[0]
+    return (
+        f" (torch {public} is newer than envdoctor's data ({knowledge.data_horizon()}); "
+        "`envdoctor update` refreshes it)"
+    )
 
 
 def details(facts: TorchFacts) -> tuple[str, ...]:

@@ -91,6 +91,23 @@ def _flatten(value: object, key: str, lines: list[str]) -> None:
     lines.append(f"{key}: {text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 3] + '...'}")
 
 
+def _consequence(console: Console, glyph: _Glyphs, finding: Finding, verbose: bool) -> None:
+    """A finding folded under its root cause: one line, its details only with -v."""
+    mark, style = _FINDING_MARKS[finding.severity]
+    console.print(
+        Text.assemble(
+            ("       ", ""),
+            (glyph(mark), style),
+            (f" {finding.code} ", "bold"),
+            finding.title,
+            (f"  [{finding.name}]", "dim"),
+        )
+    )
+    if verbose:
+        for line in finding.detail.splitlines():
+            console.print(Text("         " + line, style="dim"))
+
+
 def _finding(console: Console, glyph: _Glyphs, finding: Finding, verbose: bool) -> None:
     mark, style = _FINDING_MARKS[finding.severity]
     console.print(
@@ -151,8 +168,13 @@ def render_console(report: Report, console: Console, verbose: bool = False) -> N
     if report.findings:
         console.print()
         console.print(Text("Findings", style="bold underline"))
-        for finding in report.findings:
+        for finding in report.primary:
             _finding(console, glyph, finding, verbose)
+            consequences = report.consequences(finding)
+            if consequences:
+                console.print(Text("     Caused by this (fixed by the fix above):", style="bold"))
+                for consequence in consequences:
+                    _consequence(console, glyph, consequence, verbose)
             console.print()
     else:
         console.print()
@@ -160,7 +182,8 @@ def render_console(report: Report, console: Console, verbose: bool = False) -> N
 
 
 def _summary(report: Report, glyph: _Glyphs) -> Text:
-    counts = {s: sum(1 for f in report.findings if f.severity is s) for s in Severity}
+    counts = {s: sum(1 for f in report.primary if f.severity is s) for s in Severity}
+    folded = len(report.findings) - len(report.primary)
     parts = []
     for severity, word in ((Severity.ERROR, "error"), (Severity.WARNING, "warning")):
         if counts[severity]:
@@ -174,5 +197,7 @@ def _summary(report: Report, glyph: _Glyphs) -> Text:
         head, style = f"{glyph('!')} Works, with warnings", "bold yellow"
     else:
         head, style = f"{glyph('✗')} Problems found", "bold red"
+    if folded:
+        parts.append(f"{folded} consequence{'s' if folded != 1 else ''} folded in")
     tail = f" ({', '.join(parts)})" if parts else ""
     return Text.assemble((head, style), tail, f" {glyph('—')} exit {code}")

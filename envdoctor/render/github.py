@@ -13,7 +13,7 @@ from typing import Any
 
 from envdoctor.model import Report
 from envdoctor.render.json_report import report_to_data
-from envdoctor.render.markdown import headline
+from envdoctor.render.markdown import consequences, headline, primary
 
 COMMAND = {"error": "error", "warning": "warning", "info": "notice"}
 
@@ -26,23 +26,28 @@ def escape_property(value: str) -> str:
     return escape_data(value).replace(":", "%3A").replace(",", "%2C")
 
 
-def annotation_message(finding: dict[str, Any]) -> str:
+def annotation_message(finding: dict[str, Any], folded: list[dict[str, Any]] | None = None) -> str:
     lines = [finding["title"], *finding["detail"].splitlines()]
     for number, fix in enumerate(finding["fixes"]):
         lines.append(f"{'Fix' if number == 0 else 'Or'}: {fix['summary']}")
         lines += [f"  $ {command}" for command in fix["commands"]]
         if fix["link"]:
             lines.append(f"  see {fix['link']}")
+    if folded:
+        lines.append("Caused by this (fixed by the fix above):")
+        lines += [f"  {f['code']} {f['title']}" for f in folded]
     return "\n".join(lines)
 
 
-def annotation(finding: dict[str, Any]) -> str:
+def annotation(finding: dict[str, Any], folded: list[dict[str, Any]] | None = None) -> str:
     title = escape_property(f"{finding['code']} {finding['name']}")
-    return f"::{COMMAND[finding['severity']]} title={title}::{escape_data(annotation_message(finding))}"
+    message = annotation_message(finding, folded)
+    return f"::{COMMAND[finding['severity']]} title={title}::{escape_data(message)}"
 
 
 def render_github_data(data: dict[str, Any]) -> str:
-    lines = [annotation(f) for f in data["findings"]]
+    # One annotation per root cause: the findings folded under it are listed in its message.
+    lines = [annotation(f, consequences(data, f)) for f in primary(data)]
     lines.append(f"envdoctor: {headline(data)}")
     return "\n".join(lines) + "\n"
 

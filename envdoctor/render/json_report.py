@@ -13,6 +13,14 @@ SCHEMA = "envdoctor.report/1"
 
 
 def finding_to_data(finding: Finding) -> dict[str, Any]:
+    data = _finding_fields(finding)
+    # Additive: only a folded finding carries the key, so reports without folding keep their shape.
+    if finding.folded_under is not None:
+        data["folded_under"] = finding.folded_under
+    return data
+
+
+def _finding_fields(finding: Finding) -> dict[str, Any]:
     return {
         "code": finding.code,
         "name": finding.name,

@@ -32,10 +32,27 @@ def fence(body: str, lang: str = "") -> str:
     return f"{ticks}{lang}\n{body}\n{ticks}"
 
 
+def primary(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The findings that stand on their own (folded ones are shown under their cause)."""
+    return [f for f in data["findings"] if "folded_under" not in f]
+
+
+def consequences(data: dict[str, Any], finding: dict[str, Any]) -> list[dict[str, Any]]:
+    """The findings folded under `finding` (under the first finding of its code only)."""
+    first = next(f for f in primary(data) if f["code"] == finding["code"])
+    if first is not finding:
+        return []
+    return [f for f in data["findings"] if f.get("folded_under") == finding["code"]]
+
+
 def headline(data: dict[str, Any]) -> str:
-    counts = {s: sum(1 for f in data["findings"] if f["severity"] == s) for s in ("error", "warning", "info")}
+    shown = primary(data)
+    counts = {s: sum(1 for f in shown if f["severity"] == s) for s in ("error", "warning", "info")}
     words = {"error": "error", "warning": "warning", "info": "note"}
     parts = [f"{n} {words[s]}{'s' if n != 1 else ''}" for s, n in counts.items() if n]
+    folded = len(data["findings"]) - len(shown)
+    if folded:
+        parts.append(f"{folded} consequence{'s' if folded != 1 else ''} folded in")
     if data["exit_code"] == 0 and (counts["error"] or counts["warning"]):
         state = "works, with warnings"
     else:
@@ -90,13 +107,29 @@ def finding_lines(finding: dict[str, Any], verbose: bool = False) -> list[str]:
     return [*lines, ""]
 
 
+def consequence_lines(folded: list[dict[str, Any]], verbose: bool = False) -> list[str]:
+    """Findings folded under a root cause: listed in a closed <details>, without fixes."""
+    if not folded:
+        return []
+    noun = "finding" if len(folded) == 1 else "findings"
+    lines = [f"<details><summary>Caused by this ({len(folded)} {noun}, fixed by the fix above)</summary>", ""]
+    for finding in folded:
+        lines.append(
+            f"- {MARK[finding['severity']]} {finding['code']} `{finding['name']}`: {text(finding['title'])}"
+        )
+        if verbose:
+            lines += [f"  {text(line)}  " for line in finding["detail"].splitlines()]
+    return [*lines, "", "</details>", ""]
+
+
 def render_markdown_data(data: dict[str, Any], verbose: bool = False, title: str = "envdoctor") -> str:
     lines = [f"## {title}: {headline(data)}", "", *_intro(data), "", *_areas(data), ""]
     lines += _expectations(data)
     if data["findings"]:
         lines += ["### Findings", ""]
-        for finding in data["findings"]:
+        for finding in primary(data):
             lines += finding_lines(finding, verbose)
+            lines += consequence_lines(consequences(data, finding), verbose)
     if data.get("ignored"):
         lines += [f"Ignored rules: {', '.join(data['ignored'])}", ""]
     return "\n".join(lines).rstrip() + "\n"
@@ -124,7 +157,9 @@ def flatten(value: Any, prefix: str = "") -> list[tuple[str, str]]:
         for index, item in enumerate(value):
             pairs += flatten(item, f"{prefix}[{index}]")
         return pairs
-    shown = "None" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+    if value is None:
+        return []  # absent is said by the key's absence, never by a stray "key: None"
+    shown = str(value).lower() if isinstance(value, bool) else str(value)
     return [(prefix, shown)]
 
 
@@ -145,18 +180,96 @@ def facts_block(data: dict[str, Any]) -> str:
     return "\n".join(out).rstrip()
 
 
+def _facts_of(data: dict[str, Any], probe: str) -> dict[str, Any]:
+    found = data["facts"].get(probe)
+    return found if isinstance(found, dict) else {}
+
+
+def _joined(parts: list[str | None]) -> str:
+    return ", ".join(p for p in parts if p)
+
+
+def environment_rows(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """What torch's collect_env prints, from the facts that are there; a missing fact is no row."""
+    plat = data["platform"]
+    env = _facts_of(data, "environment")
+    python = _facts_of(data, "python")
+    torch = _facts_of(data, "torch")
+    nvml = _facts_of(data, "nvml")
+    toolkit = _facts_of(data, "toolkit")
+    rows: list[tuple[str, str]] = []
+    system = f"{plat['system']} {plat['release']} {plat['machine']}"
+    rows.append(("OS", f"{env['distribution']} ({system})" if env.get("distribution") else system))
+    if env.get("libc"):
+        rows.append(("C library", env["libc"]))
+    if python:
+        kind = "conda env" if python.get("is_conda") else "venv" if python.get("is_venv") else "system"
+        rows.append(
+            (
+                "Python",
+                f"{python.get('implementation', '')} {python.get('version', '')} "
+                f"({python.get('bits', '?')}-bit, {kind})".strip(),
+            )
+        )
+    if torch.get("version") or torch.get("dist_version"):
+        build = _joined(
+            [
+                f"CUDA {torch['cuda']}" if torch.get("cuda") else None,
+                f"cuDNN {torch['cudnn']}" if torch.get("cudnn") else None,
+                f"ROCm {torch['hip']}" if torch.get("hip") else None,
+                "CPU-only" if not (torch.get("cuda") or torch.get("hip")) and torch.get("version") else None,
+            ]
+        )
+        version = torch.get("version") or torch.get("dist_version")
+        rows.append(("PyTorch", f"{version} ({build})" if build else str(version)))
+        if torch.get("cuda_available") is not None:
+            rows.append(("CUDA available", "yes" if torch["cuda_available"] else "no"))
+    elif torch:
+        rows.append(("PyTorch", "not installed" if not torch.get("installed") else "does not import"))
+    numpy = torch.get("numpy") if isinstance(torch.get("numpy"), dict) else None
+    if numpy is not None:
+        rows.append(("NumPy", numpy.get("version") or "not installed"))
+    gpus = nvml.get("gpus") or []
+    if gpus:
+        names = [
+            f"GPU {g.get('index', i)}: {g.get('name') or '?'}"
+            + (f" (sm_{g['capability'][0]}{g['capability'][1]})" if g.get("capability") else "")
+            for i, g in enumerate(gpus)
+        ]
+        rows.append(("GPUs", "; ".join(names)))
+    if nvml.get("driver_version"):
+        rows.append(("NVIDIA driver", str(nvml["driver_version"])))
+    nvcc = toolkit.get("nvcc") if isinstance(toolkit.get("nvcc"), dict) else None
+    if nvcc is not None and nvcc.get("release"):
+        rows.append(("nvcc", f"CUDA {nvcc['release']} ({nvcc.get('path', '')})"))
+    for tool in env.get("tools") or []:
+        if tool.get("version"):
+            rows.append((str(tool["name"]), str(tool["version"])))
+    packages = [f"{p['name']}=={p['version']}" for p in env.get("packages") or []]
+    if packages:
+        rows.append(("Packages", ", ".join(packages)))
+    return rows
+
+
 def render_bug_report_data(data: dict[str, Any]) -> str:
     plat = data["platform"]
+    table = ["| | |", "|---|---|", *(f"| {cell(k)} | {cell(v)} |" for k, v in environment_rows(data))]
     lines = [
         "<!-- envdoctor report: paste into the issue as it is; credentials, user names in paths and "
         "GPU UUIDs are masked -->",
         render_markdown_data(data, verbose=True, title="envdoctor report").rstrip(),
         "",
-        "### Facts",
+        "### Environment",
+        "",
+        *table,
+        "",
+        "<details><summary>Every fact the probes recorded</summary>",
         "",
         f"Platform: {plat['system']} {plat['release']} ({text(plat['version'])}) {plat['machine']}",
         "",
         fence(facts_block(data), "text"),
+        "",
+        "</details>",
     ]
     return "\n".join(lines) + "\n"
 

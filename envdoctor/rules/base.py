@@ -86,6 +86,9 @@ class Rule:
     needs: tuple[type, ...]
     check: CheckFn
     doc: RuleDoc
+    # Codes of rules whose findings explain this one's: when one of them is in the report, this
+    # rule's finding is folded under it (one root cause, one finding; see engine.fold).
+    consequence_of: tuple[str, ...] = ()
 
 
 def area_of_module(module: str) -> str:
@@ -105,8 +108,13 @@ def rule(
     summary: str,
     needs: tuple[type, ...],
     doc: RuleDoc,
+    consequence_of: tuple[str, ...] = (),
 ) -> Callable[[CheckFn], Rule]:
-    """Declares a rule right above its check function; the area comes from the module's package."""
+    """Declares a rule right above its check function; the area comes from the module's package.
+
+    `consequence_of` names the rules that, when they fire, are the root cause of this one: the
+    report then shows their finding with its fix and folds this one under it.
+    """
 
     def declare(check: CheckFn) -> Rule:
         return Rule(
@@ -118,6 +126,7 @@ def rule(
             needs=needs,
             check=check,
             doc=doc,
+            consequence_of=consequence_of,
         )
 
     return declare

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from envdoctor.install import plan as install
+from envdoctor.install import sources
+from envdoctor.install.commands import command_text
 from envdoctor.model import Fix
+from envdoctor.probes.mirrors import MirrorFacts
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.python_env import PythonFacts
+from envdoctor.probes.sources import SourcesFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import RuleContext
 
@@ -38,23 +42,60 @@ def install_target(
         python_launcher=(ctx.interpreter.path, "-m", "pip"),
         installed_torch=(installed.version or installed.dist_version) if installed else None,
         native_only=native_only,
+        sources=install_sources(ctx),
+    )
+
+
+def install_sources(ctx: RuleContext) -> sources.Sources | None:
+    """What pip will really use here, from the mirrors and sources probes' facts; None when the
+    sources probe did not run (a snapshot from before it): the fix is then the official command."""
+    looked = ctx.get(SourcesFacts)
+    configured = ctx.get(MirrorFacts)
+    if looked is None or configured is None:
+        return None
+    from envdoctor.knowledge.mirrors import pypi_default_url
+
+    return sources.from_facts(
+        "pip", configured.pip, configured.uv, configured.conda, looked, pypi_default_url()
     )
 
 
 def planned_fix(ctx: RuleContext, summary: str, **wanted: object) -> Fix | None:
     """A fix carrying the planner's command, or None when the planner finds no fitting build."""
-    return plan_fix(install.plan(install_target(ctx, **wanted)), summary)  # type: ignore[arg-type]
+    if ctx.interpreter.own_isolated:
+        return project_environment_fix(ctx)
+    return plan_fix(ctx, install.plan(install_target(ctx, **wanted)), summary)  # type: ignore[arg-type]
 
 
-def plan_fix(plan: install.InstallPlan, summary: str) -> Fix | None:
+def project_environment_fix(ctx: RuleContext) -> Fix:
+    """Where envdoctor examined its own isolated environment (nothing else was found), torch does
+    not belong there: the fix is a project environment, examined next."""
+    windows = ctx.platform.os == "windows"
+    create = "py -m venv .venv" if windows else "python3 -m venv .venv"
+    return Fix(
+        summary="Create a project environment and examine it (torch does not belong in envdoctor's own "
+        "environment); that check shows the command that installs torch there",
+        commands=(create, "envdoctor check --python .venv"),
+    )
+
+
+def plan_fix(ctx: RuleContext, plan: install.InstallPlan, summary: str) -> Fix | None:
     """The fix that carries `plan`'s commands; None when the plan found no fitting build."""
     if not plan.possible:
         return None
+    told = f". {plan.source}" if plan.source is not None and plan.route is not install.Route.INDEX else ""
+    if plan.unverified:  # a release newer than the data: the sentence that says so comes first
+        told += f". {plan.warnings[0]}"
     return Fix(
-        summary=f"{summary}: {plan.reason}",
-        commands=tuple(c.command for c in plan.commands),
+        summary=f"{summary}: {plan.reason}{told}",
+        commands=plan_commands(ctx, plan),
         link=GET_STARTED,
     )
+
+
+def plan_commands(ctx: RuleContext, plan: install.InstallPlan) -> tuple[str, ...]:
+    """The plan's commands as text for this machine's shell: a Fix's commands are rendered here."""
+    return tuple(command_text(c, ctx.platform.os) for c in plan.commands)
 
 
 def driver_fix(ctx: RuleContext, minimum: str | None = None) -> Fix:

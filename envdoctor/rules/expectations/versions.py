@@ -17,7 +17,7 @@ from envdoctor.model import Fix, Severity
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.expectations.gpu_view import evidence, title, torch_problem
-from envdoctor.rules.fixes import GET_STARTED, install_target
+from envdoctor.rules.fixes import GET_STARTED, install_target, plan_commands
 from envdoctor.settings import Expectations
 
 
@@ -77,7 +77,7 @@ def matching_install(ctx: RuleContext, expect: Expectations) -> Fix | None:
             plan, why = found
             return Fix(
                 summary=f"Install a torch that meets {wanted}: {why}",
-                commands=tuple(c.command for c in plan.commands),
+                commands=plan_commands(ctx, plan),
                 link=GET_STARTED,
             )
     return None

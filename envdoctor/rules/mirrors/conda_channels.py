@@ -15,7 +15,7 @@ from envdoctor.probes.mirrors import MirrorFacts, is_variable, origin_text
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.env_edits import unset_command
-from envdoctor.rules.fixes import GET_STARTED, install_target
+from envdoctor.rules.fixes import GET_STARTED, install_target, plan_commands
 from envdoctor.rules.mirrors.config_edits import CONDA_CONFIG_DOCS, origin_line
 from envdoctor.rules.mirrors.urls import channel_name
 from envdoctor.shell import quote
@@ -112,7 +112,7 @@ def conda_pytorch_channel_frozen(ctx: RuleContext) -> Iterator[Hit]:
             Fix(
                 summary=f"{remove_text}; then install torch with pip inside the conda environment: "
                 f"{plan.reason}",
-                commands=remove_commands + tuple(c.command for c in plan.commands),
+                commands=remove_commands + plan_commands(ctx, plan),
                 link=GET_STARTED,
             )
         )

@@ -11,14 +11,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from envdoctor.install import plan as install
-from envdoctor.install.commands import resolve_mirror
+from envdoctor.install.commands import Command, command_text, resolve_mirror
 from envdoctor.knowledge.mirrors import IndexStatus, KnownIndex
 from envdoctor.model import Fix, Severity
 from envdoctor.probes.mirrors import MirrorFacts
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
-from envdoctor.rules.fixes import GET_STARTED, install_target
+from envdoctor.rules.fixes import GET_STARTED, install_target, plan_commands
 from envdoctor.rules.mirrors.config_edits import origin_line, pip_edit_fix
 from envdoctor.rules.mirrors.urls import pypi_mirror, torch_index, variant_of
 
@@ -40,13 +40,13 @@ def _plan_fixes(ctx: RuleContext, summary: str, mirror_url: str) -> list[Fix]:
     plan = install.plan(target)
     if not plan.possible:
         return []
-    commands = tuple(c.command for c in plan.commands)
+    commands = plan_commands(ctx, plan)
     fixes = [Fix(summary=f"{summary}: {plan.reason}", commands=commands, link=GET_STARTED)]
     choice = resolve_mirror(mirror_url, "detected")
     wheels = choice.wheels
     if wheels is not None and wheels.name != "official-pytorch" and wheels.status == IndexStatus.OK:
         mirrored = install.plan(replace(target, mirror=choice))
-        nearer = tuple(c.command for c in mirrored.commands)
+        nearer = plan_commands(ctx, mirrored)
         if mirrored.possible and nearer != commands:
             fixes.append(Fix(summary=f"The same from {wheels.title}", commands=nearer))
     return fixes
@@ -208,7 +208,7 @@ def pytorch_index_as_extra_index(ctx: RuleContext) -> Iterator[Hit]:
         fix = edit
         plan = install.plan(install_target(ctx))
         if plan.possible and plan.variant and plan.torch:
-            pinned = tuple(_pin_variant(c.command, plan) for c in plan.commands)
+            pinned = tuple(command_text(_pin_variant(c, plan), ctx.platform.os) for c in plan.commands)
             fix = Fix(
                 summary=f"{edit.summary}, then install with the PyTorch index as --index-url and the "
                 f"variant pinned by its local label: {plan.reason}",
@@ -227,8 +227,9 @@ def pytorch_index_as_extra_index(ctx: RuleContext) -> Iterator[Hit]:
         )
 
 
-def _pin_variant(command: str, plan: install.InstallPlan) -> str:
+def _pin_variant(command: Command, plan: install.InstallPlan) -> Command:
     """torch==2.5.1 -> torch==2.5.1+cu124: only that build satisfies it, whatever other indexes hold."""
-    if "--index-url" not in command:  # macOS: plain PyPI wheels carry no label
+    if "--index-url" not in command.argv:  # macOS: plain PyPI wheels carry no label
         return command
-    return command.replace(f"torch=={plan.torch} ", f"torch=={plan.torch}+{plan.variant} ")
+    pinned = f"torch=={plan.torch}"
+    return replace(command, argv=tuple(f"{a}+{plan.variant}" if a == pinned else a for a in command.argv))

@@ -77,6 +77,7 @@ def driver_verdict(ctx: RuleContext) -> DriverVerdict | None:
     severity=Severity.ERROR,
     summary="the NVIDIA driver cannot run the CUDA version torch was built with",
     needs=(TorchFacts, NvmlFacts),
+    consequence_of=("ED305",),
     doc=RuleDoc(
         what="The driver version (NVML) against the minimum driver of torch's CUDA major "
         "family (minor-version compatibility), and torch's own 'driver too old' warning.",
@@ -117,6 +118,7 @@ def driver_too_old_for_torch_cuda(ctx: RuleContext) -> Iterator[Hit]:
     severity=Severity.WARNING,
     summary="the driver runs torch's CUDA only through minor-version compatibility",
     needs=(TorchFacts, NvmlFacts),
+    consequence_of=("ED305",),
     doc=RuleDoc(
         what="Whether the driver is older than the CUDA toolkit torch was built with, while "
         "still meeting the minor-version-compatibility minimum of that major version "
@@ -151,8 +153,6 @@ def driver_relies_on_minor_version_compat(ctx: RuleContext) -> Iterator[Hit]:
         "that need a newer driver can fail with cudaErrorUnsupportedPtxVersion or "
         "cudaErrorCallRequiresNewerDriver."
     )
-    if ctx.platform.os == "windows" and verdict.torch_cuda.startswith("12."):
-        detail += " On Windows NVIDIA also printed 528.33 as the 12.x minimum, and uv expects it."
     yield Hit(
         title=f"torch {torch.version} (CUDA {verdict.torch_cuda}) runs on this driver only with limits",
         detail=detail,

@@ -17,7 +17,7 @@ from envdoctor.probes.toolkit import Toolkit, ToolkitFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.env_edits import set_variable_fixes
-from envdoctor.rules.fixes import GET_STARTED, install_target
+from envdoctor.rules.fixes import GET_STARTED, install_target, plan_commands
 from envdoctor.rules.toolkit.toolkits import (
     BUNDLED,
     TOOLKIT_ARCHIVE,
@@ -65,7 +65,7 @@ def _variant_fix(ctx: RuleContext, toolkit_cuda: str) -> Fix | None:
         return None
     return Fix(
         summary=f"Install the torch build for CUDA {wanted}, which matches the toolkit: {plan.reason}",
-        commands=tuple(c.command for c in plan.commands),
+        commands=plan_commands(ctx, plan),
         link=GET_STARTED,
     )
 

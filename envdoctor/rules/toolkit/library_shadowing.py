@@ -73,7 +73,7 @@ def _shadow_hit(ctx: RuleContext, shadows: list[_Shadow], broken: bool) -> Hit:
     families = ", ".join(dict.fromkeys(s.copy.family for s in shadows))
     if broken:
         title = f"LD_LIBRARY_PATH puts other {families} versions ahead of torch's, and import torch fails"
-        effect = "This is why `import torch` fails (see the import error above)."
+        effect = "This is why `import torch` fails (ED002, shown under this finding)."
     else:
         title = f"LD_LIBRARY_PATH puts other {families} versions ahead of the ones torch bundles"
         effect = (

@@ -3,15 +3,40 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
+from envdoctor import knowledge
+from envdoctor.install import plan as install
+from envdoctor.knowledge import gpu_compute
 from envdoctor.knowledge.drivers import DriverKind
 from envdoctor.model import Fix, Severity
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
-from envdoctor.rules.fixes import driver_fix, planned_fix
+from envdoctor.rules.fixes import driver_fix, install_target, plan_fix, planned_fix
 from envdoctor.rules.nvml.driver import driver_verdict
-from envdoctor.rules.torch import companions
+from envdoctor.rules.torch import companions, nightly
+from envdoctor.rules.torch.retired_gpu import cpu_torch_is_right
+
+
+def after_driver_upgrade(ctx: RuleContext) -> Fix | None:
+    """The CUDA build to install once the driver is new enough: the newest release's first CUDA
+    variant with kernels for the GPUs NVML names (the widest arch lists come first)."""
+    platform = knowledge.platform_key(ctx.platform.os, ctx.platform.machine)
+    newest = knowledge.releases()[-1]
+    builds = newest.builds(platform)
+    target = install_target(ctx, want_cuda=True)
+    for variant in builds.variants if builds is not None else ():
+        if not variant.startswith("cu"):
+            continue
+        build = gpu_compute.closest_build(newest.series, variant, platform)
+        if build is not None and not all(build.runs_on(c) for c in target.gpu_capabilities):
+            continue
+        found = install.plan(replace(target, variant=variant, driver_version=None, driver_cuda=None))
+        fix = plan_fix(ctx, found, "After the driver update, replace torch with a CUDA build")
+        if fix is not None:
+            return fix
+    return None
 
 
 def _nvidia_gpu_seen(nvml: NvmlFacts | None) -> bool:
@@ -40,14 +65,20 @@ def cpu_only_torch_on_gpu_machine(ctx: RuleContext) -> Iterator[Hit]:
     if not torch.imported or torch.variant != "cpu" or not _nvidia_gpu_seen(nvml):
         return
     assert nvml is not None
+    if cpu_torch_is_right(ctx):
+        return  # a GPU no CUDA build serves: ED306 says so, the CPU build is right
     gpus = ", ".join(g.name or "GPU" for g in nvml.gpus) or "an NVIDIA GPU"
     fixes = []
-    if nvml.working:
-        planned = planned_fix(ctx, "Replace it with a CUDA build", want_cuda=True)
-        if planned is not None:
-            fixes.append(planned)
+    planned = planned_fix(ctx, "Replace it with a CUDA build", want_cuda=True) if nvml.working else None
+    if planned is not None:
+        fixes.append(planned)
     else:
+        # No CUDA build runs on this driver (or there is none): the driver first, then a command that
+        # still installs the CUDA build, so the finding always carries one.
         fixes.append(driver_fix(ctx))
+        after = after_driver_upgrade(ctx)
+        if after is not None:
+            fixes.append(after)
     why = {
         "windows": " On Windows, `pip install torch` from PyPI (or a PyPI mirror) always gives "
         "the CPU build; CUDA builds come only from download.pytorch.org.",
@@ -69,6 +100,7 @@ def cpu_only_torch_on_gpu_machine(ctx: RuleContext) -> Iterator[Hit]:
     severity=Severity.ERROR,
     summary="a CUDA build of torch cannot use the GPU although the driver looks fine",
     needs=(TorchFacts, NvmlFacts),
+    consequence_of=("ED305",),
     doc=RuleDoc(
         what="A CUDA build, NVML sees GPUs, the driver is new enough, and yet "
         "torch.cuda.is_available() is False; torch's warnings are shown verbatim.",
@@ -126,12 +158,14 @@ def cuda_build_but_cuda_unavailable(ctx: RuleContext) -> Iterator[Hit]:
         "with the installed torch (knowledge base; the companion's own Requires-Dist for releases "
         "the knowledge does not pair), and their variants against torch's: a +cuXXX/+cpu label, or "
         "for an unlabelled wheel the variant its index serves by default (PyPI's per release and "
-        "platform). A companion whose load check failed is ED204's instead.",
+        "platform); for nightly builds (2.x.0.devYYYYMMDD), that all come from the same night. A "
+        "companion whose load check failed is ED204's instead.",
         why="Each torchvision/torchaudio release is built against exactly one torch release "
         "and variant; a mismatch fails at import or in custom operators. This judges the pair even "
         "where no load check ran (snapshots, --from).",
         fix="Install the set together, with the same pins and index: exact pins (`==X+cpu`, or "
-        "`===X` for PyPI's unlabelled build) so pip cannot keep or pick the other variant.",
+        "`===X` for PyPI's unlabelled build) so pip cannot keep or pick the other variant; "
+        "nightlies all from the same nightly index in one command.",
         example="torch 2.5.1+cu124 with torchvision 0.19.1+cu121; or torch 2.13.0+cpu with "
         "torchvision 0.28.0 from PyPI, which is PyPI's default cu130 build.",
     ),
@@ -140,6 +174,9 @@ def torch_companions_mismatch(ctx: RuleContext) -> Iterator[Hit]:
     torch = ctx.need(TorchFacts)
     torch_version = torch.version or torch.dist_version
     if not torch_version:
+        return
+    if nightly.involved(torch, torch_version):
+        yield from nightly.mismatches(ctx, torch, torch_version)  # nights decide, not releases.json
         return
     for name in companions.COMPANIONS:
         load = torch.companion_load(name)

@@ -155,7 +155,7 @@ def _fallback_fix(ctx: RuleContext, capability: Capability) -> Fix | None:
 
 def arch_fixes(ctx: RuleContext, capability: Capability) -> tuple[Fix, ...]:
     plan = install.plan(install_target(ctx, want_cuda=True))
-    planned = plan_fix(plan, f"Install a build with kernels for {sm(capability)}")
+    planned = plan_fix(ctx, plan, f"Install a build with kernels for {sm(capability)}")
     if planned is not None and _planned_runs_on(ctx, plan, capability):
         return (planned,)
     fallback = _fallback_fix(ctx, capability)
@@ -177,6 +177,7 @@ def _first_line(text: str) -> str:
     severity=Severity.ERROR,
     summary="the installed torch has no kernels (cubin or PTX) for this GPU's architecture",
     needs=(TorchFacts,),
+    consequence_of=("ED305",),
     doc=RuleDoc(
         what="Each GPU's compute capability (from torch, NVML, or torch's own 'sm_XX is not "
         "compatible' warning) against torch.cuda.get_arch_list(), with NVIDIA's rule: a cubin "

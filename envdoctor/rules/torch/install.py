@@ -34,6 +34,8 @@ def torch_not_installed(ctx: RuleContext) -> Iterator[Hit]:
     if torch.installed or torch.crash is not None:
         return
     fix = planned_fix(ctx, "Install torch for this machine")
+    if fix is None:  # no CUDA build fits (a GPU too old for every one, a driver too old): the CPU build
+        fix = planned_fix(ctx, "Install torch's CPU build (no CUDA build fits this machine)", want_cuda=False)
     yield Hit(
         title=f"torch is not installed in {ctx.interpreter.path}",
         detail=f"The examined environment, {ctx.interpreter.reason}, cannot import torch.",
@@ -63,6 +65,15 @@ IMPORT_CAUSES: tuple[KnownCause, ...] = (
         "if that works, remove those entries from LD_LIBRARY_PATH for good.",
         ("env -u LD_LIBRARY_PATH {python} -c 'import torch; print(torch.__version__)'",),
         "https://github.com/pytorch/pytorch/issues/111469",
+    ),
+    KnownCause(
+        r"WinError 1455",
+        "Windows could not commit the memory torch's CUDA DLLs need: the paging file is too small "
+        "(each DataLoader worker process loads them again).",
+        "Let Windows manage the page file size (or set a larger one), keep free space on its drive, "
+        "restart; use fewer DataLoader workers.",
+        ("SystemPropertiesPerformance.exe",),
+        "https://github.com/pytorch/pytorch/issues/59904",
     ),
     KnownCause(
         r"WinError 1114|WinError 126|WinError 127|c10\.dll|Error loading .*\.dll",
@@ -111,6 +122,7 @@ def explain_import_error(message: str) -> KnownCause | None:
     severity=Severity.ERROR,
     summary="`import torch` raises an exception",
     needs=(TorchFacts,),
+    consequence_of=("ED604", "ED601", "ED602", "ED603", "ED609", "ED610", "ED611", "ED408", "ED210"),
     doc=RuleDoc(
         what="Whether `import torch` succeeds in the examined interpreter; known messages "
         "are mapped to their causes (library shadowing, Windows DLL loading, missing CUDA "

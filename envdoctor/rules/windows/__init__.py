@@ -4,6 +4,6 @@ installed. Shared pieces: dlls.py (which copy of a DLL torch gets, the common fi
 from __future__ import annotations
 
 from envdoctor.rules.base import Rule, rules_in
-from envdoctor.rules.windows import dll_loading, install_location, openmp, vc_runtime
+from envdoctor.rules.windows import dll_loading, install_location, load_errors, openmp, vc_runtime
 
-RULES: tuple[Rule, ...] = rules_in(vc_runtime, dll_loading, install_location, openmp)
+RULES: tuple[Rule, ...] = rules_in(vc_runtime, dll_loading, install_location, openmp, load_errors)

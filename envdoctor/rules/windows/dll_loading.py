@@ -48,6 +48,7 @@ def reinstall_fix(ctx: RuleContext) -> Fix | None:
     severity=Severity.ERROR,
     summary="one of torch's DLLs does not load (WinError 126/127/1114) in the target Python",
     needs=(WindowsFacts,),
+    consequence_of=("ED601", "ED602", "ED603", "ED609", "ED610", "ED611"),
     doc=RuleDoc(
         what="Loads every DLL in torch\\lib like import torch does (torch's add_dll_directory "
         "set, LoadLibraryExW with the same flags and PATH fallback), c10.dll first, in a child "
@@ -96,13 +97,29 @@ def torch_dll_load_fails(ctx: RuleContext) -> Iterator[Hit]:
         # The old copy outside System32 is the known cause: its fix comes before the usual order.
         fixes.extend(copy_fixes(ctx, old_copy[0], old_copy[2]))
         detail += f" The {old_copy[2].dll} that loads is older than {old_copy[2].minimum} (see ED603)."
-    fixes.extend(redist_fixes())
+    if runtime_new_enough(ctx, facts):
+        detail += (
+            " That runtime is complete and new enough for this torch, so the redistributable is not the fix."
+        )
+    else:
+        fixes.extend(redist_fixes())
     suspects = [f for f in facts.runtime_files if f.origin == PATH] + list(_shadowing_cuda(facts))
     fixes.extend(folder_removal(ctx, suspects, "(foreign DLLs torch may pick up)"))
     reinstall = reinstall_fix(ctx)
     if reinstall is not None:
         fixes.append(reinstall)
     yield Hit(title=title, detail=detail, evidence=evidence, fixes=tuple(fixes))
+
+
+def runtime_new_enough(ctx: RuleContext, facts: WindowsFacts) -> bool:
+    """Every VC++ runtime DLL torch gets is there, and msvcp140.dll meets this torch's floor (when
+    one is known): then installing the redistributable again cannot be the fix."""
+    names = knowledge.vc_redist().runtime_dlls
+    if ctx.platform.machine.upper() == "ARM64":
+        names = tuple(n for n in names if n != "vcruntime140_1.dll")  # torch asks for it on x64 only
+    if any(loaded_runtime(facts, name)[0] is None for name in names):
+        return False
+    return ctx.get(TorchFacts) is None or too_old(ctx) is None
 
 
 def _shadowing_cuda(facts: WindowsFacts) -> Iterator[DllFile]:
@@ -127,6 +144,7 @@ def _shadowing_cuda(facts: WindowsFacts) -> Iterator[DllFile]:
     severity=Severity.WARNING,
     summary="cuDNN/cuBLAS DLLs on PATH share names with torch's own but are other versions",
     needs=(WindowsFacts,),
+    consequence_of=("ED611",),
     doc=RuleDoc(
         what="cudnn*, cublas*, cudart*, nvJitLink*, cusparse* DLLs in PATH folders against the "
         "same-named DLLs in torch\\lib (file versions), and CUDA DLLs the DLL check saw loaded "

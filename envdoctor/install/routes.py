@@ -1,0 +1,336 @@
+"""Where a chosen build comes from, given the sources the manager will really use. Pure.
+
+The planner has chosen a release and a variant; `route` decides the source and says why in one
+sentence:
+1. a local find-links folder or file:// index that holds the exact build: a pinned command with no
+   --index-url, which pip satisfies from it without the network;
+2. the index the official command names (PyTorch's variant index, a known mirror of it, or the
+   default index where PyPI's wheel is that build), when it answered or nothing was asked. When the
+   manager also reads other sources, the pins carry the variant's local label, so only that build
+   satisfies them (pip has no index priority: mirror_facts.md 1.5, P3);
+3. another index when that one did not answer: PyTorch's index for the default index, a known
+   mirror of PyTorch's index, or the default index where it carries the build;
+4. nothing reachable has it: the exact wheel file names and where to fetch them on another machine.
+
+Without Sources (a snapshot from before the sources probe, or a plan for another machine) the route
+is the official command, as it always was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from urllib.parse import quote, urlsplit
+
+from packaging.version import Version
+
+from envdoctor import knowledge
+from envdoctor.install.commands import Command, IndexChoice, pip_command, pip_pins, uv_commands
+from envdoctor.install.sources import (
+    LocalWheel,
+    Reach,
+    Sources,
+    local_build,
+    pin,
+    wanted_label,
+    wheel_filename,
+)
+from envdoctor.knowledge import Release, mirrors
+from envdoctor.knowledge.mirrors import IndexStatus
+from envdoctor.shell import join
+
+if TYPE_CHECKING:
+    from envdoctor.install.plan import InstallTarget
+
+
+@dataclass(frozen=True)
+class Routed:
+    commands: tuple[Command, ...]
+    route: str = "index"  # plan.Route's value
+    sentence: str | None = None
+    suggestions: tuple[str, ...] = ()
+
+
+def _versions(release: Release) -> dict[str, str | None]:
+    return {"torch": release.torch, "torchvision": release.torchvision, "torchaudio": release.torchaudio}
+
+
+def _packages(release: Release) -> tuple[str, ...]:
+    return knowledge.command_packages(release)
+
+
+def _host(url: str | None) -> str:
+    if not url:
+        return "the default index"
+    return urlsplit(url).hostname or url
+
+
+def _index_words(index: IndexChoice, sources: Sources) -> str:
+    if index.url is None:
+        configured = sources.index.url if sources.index is not None else None
+        return f"the configured index {configured}" if configured else "the default index"
+    known = mirrors.recognise(index.url)
+    if known is not None and known.name == "official-pytorch":
+        return f"PyTorch's {index.url.rstrip('/').rsplit('/', 1)[-1]} index"
+    return known.title if known is not None else index.url
+
+
+def _commands(
+    manager: str,
+    target: InstallTarget,
+    pins: list[str],
+    index: IndexChoice,
+    variant: str,
+    snippet: bool = True,
+) -> tuple[Command, ...]:
+    if manager == "uv":
+        return tuple(uv_commands(pins, index, variant, snippet))
+    return (pip_command(target.python_launcher, pins, index),)
+
+
+def _remote_pins(
+    release: Release, variant: str, index: IndexChoice, sources: Sources | None, platform: str
+) -> list[str]:
+    """The official pins; with the variant's label on every package when the manager reads other
+    sources beside the named index, and companions left for pip to pair on an assumed release."""
+    if release.assumed:
+        label = f"+{variant}" if index.url and sources is not None and sources.others else ""
+        return [f"torch=={release.torch}{label}", *[p for p in _packages(release) if p != "torch"]]
+    pins = pip_pins(release, variant, index)
+    labelled = _labels_published(release, variant, platform)
+    if index.url and sources is not None and sources.others and not index.flat and labelled:
+        versions = _versions(release)
+        pins = [f"{name}=={versions[name]}+{variant}" for name in (p.split("==")[0] for p in pins)]
+    elif index.url is None and sources is not None:
+        # A plain pin also accepts a labelled build of that version (2.13.0+cpu from a find-links
+        # folder wins over PyPI's 2.13.0): where one is listed, === takes only the plain wheel.
+        pins = [_exact_if_rivalled(p, sources) for p in pins]
+    return pins
+
+
+def _labels_published(release: Release, variant: str, platform: str) -> bool:
+    """Whether PyTorch's index names every package of this build with the variant's local label, as
+    seen from 2.0 on (torch-2.5.1+cu124, torchvision-0.20.1+cu124, torch-2.13.0+cpu). Linux aarch64
+    CPU wheels were plain before (torch-2.6.0+cpu-...-manylinux_2_28_aarch64 is the first labelled
+    one seen), so they get no label pin there."""
+    if platform == "linux-aarch64" and variant == "cpu" and release.version < Version("2.6"):
+        return False
+    return release.version.major >= 2
+
+
+def _exact_if_rivalled(requirement: str, sources: Sources) -> str:
+    name, _, version = requirement.partition("==")
+    if "+" in version:
+        return requirement
+    rivals = [w for w in sources.wheels if w.project == name and w.label and w.version.public == version]
+    return f"{name}==={version}" if rivals else requirement
+
+
+def route(
+    release: Release,
+    variant: str,
+    index: IndexChoice,
+    target: InstallTarget,
+    manager: str,
+    warnings: list[str],
+) -> Routed:
+    sources = target.sources
+    if sources is None or sources.manager != manager:
+        pins = _remote_pins(release, variant, index, None, target.platform)
+        return Routed(_commands(manager, target, pins, index, variant))
+    local = _local(release, variant, target, sources)
+    complete = all(name in local for name in _packages(release) if _versions(release).get(name))
+    usable = sources.usable(index.url)
+    if "torch" in local and (complete or not usable):
+        return _local_route(release, variant, index, target, manager, local, usable)
+    if usable:
+        return _index_route(release, variant, index, target, manager, sources, warnings)
+    others = _alternatives(release, variant, index, target, sources)
+    if not others:
+        return _offline_route(release, variant, index, target, sources)
+    silent = sources.reach(index.url)
+    warnings.append(f"{_host(silent.url)} did not answer ({silent.detail})")
+    return _index_route(release, variant, others[0], target, manager, sources, warnings, fallback=True)
+
+
+def _local(release: Release, variant: str, target: InstallTarget, sources: Sources) -> dict[str, LocalWheel]:
+    labels = wanted_label(release, variant, target.platform)
+    found = {}
+    for name, version in _versions(release).items():
+        if name not in _packages(release):
+            continue
+        wheel = local_build(sources, name, version, labels, target.platform, target.python)
+        if wheel is not None:
+            found[name] = wheel
+    return found
+
+
+def _local_route(
+    release: Release,
+    variant: str,
+    index: IndexChoice,
+    target: InstallTarget,
+    manager: str,
+    local: dict[str, LocalWheel],
+    remote_usable: bool,
+) -> Routed:
+    sources = target.sources
+    assert sources is not None
+    pins = [pin(local[name], sources) for name in _packages(release) if name in local]
+    torch = local["torch"]
+    where = "find-links folder" if torch.source.kind.value == "find-links" else "index"
+    sentence = (
+        f"From the {where} {torch.source.url}, which holds {torch.filename}: {manager} takes it from "
+        "there without the network"
+    )
+    left = [n for n in _packages(release) if n not in local and _versions(release).get(n)]
+    if left:
+        missing = ", ".join(f"{n} {_versions(release)[n]} ({variant})" for n in left)
+        place = index.url or "the default index"
+        if remote_usable:
+            why = ""
+        elif sources.offline:
+            why = ", and envdoctor asked no index (--offline)"
+        else:
+            why = f", and {_host(place)} did not answer"
+        sentence += (
+            f"; {missing} is in no local source{why}, so the command leaves it out: add it later from {place}"
+        )
+    commands = _commands(manager, target, pins, IndexChoice(None, ""), variant, snippet=False)
+    return Routed(commands, "local", sentence)
+
+
+def _uv_routed(variant: str, index: IndexChoice, sources: Sources) -> tuple[bool, str | None]:
+    """(print the pyproject snippet, a note): not when [tool.uv.sources] already routes torch to
+    an index with this URL; a note when it routes torch elsewhere."""
+    routed = dict(sources.uv_routes).get("torch")
+    if routed is None or index.url is None:
+        return True, None
+    named = next(
+        (s for s in sources.extra + ((sources.index,) if sources.index else ()) if s.name == routed), None
+    )
+    if named is not None and named.url.rstrip("/") == index.url.rstrip("/"):
+        return False, f"pyproject.toml already routes torch to the index {routed!r} ({named.url})"
+    where = f" ({named.url})" if named is not None else ""
+    return True, (
+        f"pyproject.toml routes torch to the index {routed!r}{where}, not to the {variant} one: change "
+        "that index's url, or use the lines below"
+    )
+
+
+def _index_route(
+    release: Release,
+    variant: str,
+    index: IndexChoice,
+    target: InstallTarget,
+    manager: str,
+    sources: Sources,
+    warnings: list[str],
+    fallback: bool = False,
+) -> Routed:
+    pins = _remote_pins(release, variant, index, sources, target.platform)
+    snippet = True
+    if manager == "uv":
+        snippet, note = _uv_routed(variant, index, sources)
+        if note is not None:
+            warnings.append(note)
+    if sources.no_index is not None and manager == "pip":
+        warnings.append(
+            f"pip is configured with no-index ({sources.no_index.origin}), which ignores every index, "
+            "the command's too: run it with the variable PIP_NO_INDEX=0 set, or take no-index out"
+        )
+    words = _index_words(index, sources)
+    answer = sources.reach(index.url)
+    if answer.reach is Reach.REACHABLE:
+        state = "it answered"
+    elif sources.offline:
+        state = "not checked (--offline)"
+    else:
+        state = "not checked"
+    sentence = f"From {words} ({state})"
+    if fallback:
+        sentence = f"From {words} instead ({state})"
+    if index.url and sources.others and not index.flat:
+        others = ", ".join(s.url for s in sources.others)
+        sentence += (
+            f"; {manager} also reads {others}, so each pin carries +{variant} and only that build "
+            "satisfies it"
+        )
+    commands = _commands(manager, target, pins, index, variant, snippet)
+    return Routed(commands, "fallback" if fallback else "index", sentence)
+
+
+def _alternatives(
+    release: Release, variant: str, index: IndexChoice, target: InstallTarget, sources: Sources
+) -> list[IndexChoice]:
+    """Other indexes that carry this build and answered."""
+    found: list[IndexChoice] = []
+    form = knowledge.pip_form(release)
+    official = mirrors.official_wheel_url(variant)
+    if index.url != official:
+        found.append(IndexChoice(official, form.index_option))
+    if knowledge.pypi_plain(release, target.platform, variant) and index.url is not None:
+        found.append(IndexChoice(None, ""))
+    operator = target.mirror.wheels if target.mirror is not None else None
+    if operator is not None and operator.name != "official-pytorch" and operator.status == IndexStatus.OK:
+        url = mirrors.pytorch_wheel_url(operator, variant)
+        if url != index.url:
+            found.append(IndexChoice(url, "-f" if operator.flat else form.index_option, operator.flat))
+    return [c for c in found if sources.reach(c.url).reach is Reach.REACHABLE]
+
+
+def _offline_route(
+    release: Release, variant: str, index: IndexChoice, target: InstallTarget, sources: Sources
+) -> Routed:
+    versions = _versions(release)
+    names = [n for n in _packages(release) if versions.get(n)]
+    files = [
+        wheel_filename(release.torch, n, str(versions[n]), variant, target.platform, target.python)
+        for n in names
+        if not release.assumed or n == "torch"
+    ]
+    page = mirrors.official_wheel_url(variant)
+    links = ", ".join(f"{page}/{quote(f)}" for f in files)
+    python = f" for Python {target.python}" if target.python else ""
+    silent = sources.reach(index.url)
+    why = (
+        "envdoctor is --offline"
+        if sources.offline
+        else f"{_host(index.url or sources.default_index)} did not answer"
+    )
+    if silent.detail and not sources.offline:
+        why += f" ({silent.detail})"
+    sentence = (
+        f"No reachable source has torch {release.torch} ({variant}){python}: {why}, and no local source "
+        f"holds it. On a machine that reaches {_host(page)}, download {links}, copy the "
+        f"file{'s' if len(files) > 1 else ''} here, then run the command below"
+    )
+    if any("*" in f for f in files):
+        sentence += " (the * is the platform tag, as the download page shows it)"
+    argv = [*target.python_launcher, "install", *[f"./{f}" for f in files]]
+    return Routed(
+        (Command(tuple(argv), "pip"),), "offline", sentence, _default_index_instead(release, target)
+    )
+
+
+def _default_index_instead(release: Release, target: InstallTarget) -> tuple[str, ...]:
+    """When the default index answered and carries another build of this release for the platform
+    (PyPI's Linux wheel is a CUDA build), say so: it runs on the CPU too, at a larger download."""
+    sources = target.sources
+    builds = release.builds(target.platform)
+    if (
+        sources is None
+        or builds is None
+        or not builds.pypi
+        or sources.reach(None).reach is not Reach.REACHABLE
+    ):
+        return ()
+    if target.python is not None and target.python not in release.python_for(target.platform):
+        return ()
+    pins = pip_pins(release, builds.pypi, IndexChoice(None, ""))
+    command = join([*target.python_launcher, "install", *pins], target.os)
+    runs = "the CPU build" if builds.pypi == "cpu" else "it runs on the CPU too, a larger download"
+    return (
+        f"the default index answered and has torch {release.torch}'s {builds.pypi} build for "
+        f"{target.platform} ({runs}): {command}",
+    )

@@ -1,0 +1,157 @@
+"""NumPy beside torch: a NumPy 2 that a torch built for NumPy 1.x cannot use (ED210), and no NumPy
+at all (ED211)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from envdoctor.knowledge import numpy_support
+from envdoctor.model import Fix, Severity
+from envdoctor.probes.torch_build import BridgeStatus, TorchFacts
+from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
+from envdoctor.rules.fixes import planned_fix
+from envdoctor.shell import quote
+
+# What NumPy 2 and torch say when a torch built against NumPy 1.x meets NumPy 2.
+_NUMPY1_SIGNS = (
+    "_ARRAY_API not found",
+    "compiled using NumPy 1.x cannot be run in",
+    "numpy.core.multiarray failed to import",
+)
+
+
+def _first_line(text: str) -> str:
+    stripped = text.strip()
+    return stripped.splitlines()[0] if stripped else ""
+
+
+def _numpy1_signs(torch: TorchFacts) -> list[str]:
+    """torch's warnings and NumPy's own words that show the NumPy bridge failed for this reason."""
+    numpy = torch.numpy
+    texts = list(torch.warnings)
+    if numpy is not None:
+        texts += [numpy.message or "", numpy.error or ""]
+    if torch.import_error is not None:
+        texts.append(torch.import_error.message)
+    found = []
+    for text in texts:
+        for line in text.splitlines():
+            if any(sign in line for sign in _NUMPY1_SIGNS) and line.strip() not in found:
+                found.append(line.strip())
+    return found
+
+
+def _pip(ctx: RuleContext, requirement: str) -> str:
+    python = quote(ctx.interpreter.path, ctx.platform.os)
+    return f'{python} -m pip install "{requirement}"'
+
+
+@rule(
+    code="ED210",
+    name="numpy2-with-torch-built-for-numpy1",
+    severity=Severity.ERROR,
+    summary="NumPy 2 is installed beside a torch built for NumPy 1.x: torch's NumPy bridge is off",
+    needs=(TorchFacts,),
+    doc=RuleDoc(
+        what="The NumPy version beside torch against the first torch whose wheels are built "
+        "against NumPy 2 (numpy.json: 2.3.0 on Linux and macOS, 2.4.1 on Windows), and what the "
+        "import said: NumPy's 'A module that was compiled using NumPy 1.x cannot be run in NumPy "
+        "2.x' and torch's 'Failed to initialize NumPy: _ARRAY_API not found'.",
+        why="import torch still works, so the problem shows up later: the first tensor.numpy(), "
+        "torch.from_numpy() or DataLoader collating NumPy arrays raises 'RuntimeError: Numpy is "
+        "not available'.",
+        fix='Pin NumPy below 2 for this torch (`pip install "numpy<2"`), or upgrade torch to a '
+        "release built for NumPy 2 (the command is shown).",
+        example="torch 2.2.1 with numpy 2.0.0: 'UserWarning: Failed to initialize NumPy: "
+        "_ARRAY_API not found' on import, then 'RuntimeError: Numpy is not available'.",
+    ),
+)
+def numpy2_with_torch_built_for_numpy1(ctx: RuleContext) -> Iterator[Hit]:
+    torch = ctx.need(TorchFacts)
+    numpy = torch.numpy
+    if not torch.installed or numpy is None or numpy.major is None or numpy.major < 2:
+        return
+    version = torch.version or torch.dist_version
+    old = numpy_support.built_for_numpy1(version, ctx.platform.os)
+    signs = _numpy1_signs(torch)
+    if not old and not signs:
+        return
+    floor = numpy_support.numpy2_floor(ctx.platform.os)
+    said = f' torch said: "{signs[0]}".' if signs else ""
+    if numpy.bridge == BridgeStatus.FAILED:
+        effect = f"tensor.numpy() already failed here: {_first_line(numpy.error or 'RuntimeError')}."
+    elif torch.import_error is not None:
+        effect = "Here even import torch fails."
+    else:
+        effect = "tensor.numpy() and torch.from_numpy() fail with 'RuntimeError: Numpy is not available'."
+    built = (
+        f"torch wheels for {ctx.platform.os} are built against NumPy 2 (and run with 1.x too) "
+        f"from torch {floor.torch} on."
+        if floor is not None
+        else ""
+    )
+    fixes = [
+        Fix(
+            summary=f"Keep torch {version} and install the last NumPy 1.x beside it",
+            commands=(_pip(ctx, "numpy<2"),),
+        )
+    ]
+    if floor is not None:
+        wants_cuda = bool(torch.cuda) or (torch.local_label or "").startswith("cu") or None
+        upgrade = planned_fix(ctx, "Upgrade torch to a release built for NumPy 2", want_cuda=wants_cuda)
+        if upgrade is not None and not numpy_support.built_for_numpy1(
+            _planned_torch(upgrade), ctx.platform.os
+        ):
+            fixes.append(upgrade)
+    yield Hit(
+        title=f"NumPy {numpy.version} is installed, but torch {version} was built for NumPy 1.x",
+        detail=f"import torch loads, but torch's NumPy bridge is switched off.{said} {effect} "
+        f"{built} Libraries that hand NumPy arrays to torch (torchvision transforms, DataLoader "
+        "collation, most data pipelines) stop at the first such call.",
+        evidence=(f"numpy {numpy.version}", f"torch {version}", *signs[:2]),
+        fixes=tuple(fixes),
+    )
+
+
+def _planned_torch(fix: Fix) -> str | None:
+    """The torch release a planned fix pins ("torch==2.5.1" in its install command)."""
+    for command in fix.commands:
+        for word in command.split():
+            if word.startswith("torch=="):
+                return word.split("==", 1)[1]
+    return None
+
+
+@rule(
+    code="ED211",
+    name="numpy-not-installed",
+    severity=Severity.INFO,
+    summary="NumPy is not installed: torch works, its NumPy bridge and object collectives do not",
+    needs=(TorchFacts,),
+    doc=RuleDoc(
+        what="Whether the NumPy distribution is installed beside an importable torch (read from "
+        "its metadata in the torch child; NumPy has been an optional dependency of torch since 1.9).",
+        why="torch itself runs, but tensor.numpy(), torch.from_numpy() and torch.distributed's "
+        "object collectives raise 'RuntimeError: Numpy is not available', often deep inside a "
+        "library, long after the environment was set up.",
+        fix="Install NumPy into the same environment (below 2 for torch built for NumPy 1.x).",
+        example="A fresh venv with only torch: import torch prints 'UserWarning: Failed to "
+        "initialize NumPy: No module named 'numpy''.",
+    ),
+)
+def numpy_not_installed(ctx: RuleContext) -> Iterator[Hit]:
+    torch = ctx.need(TorchFacts)
+    numpy = torch.numpy
+    if not torch.imported or numpy is None or numpy.version is not None:
+        return
+    version = torch.version or torch.dist_version
+    old = numpy_support.built_for_numpy1(version, ctx.platform.os)
+    requirement = "numpy<2" if old else "numpy"
+    warned = [w for w in torch.warnings if "Failed to initialize NumPy" in w]
+    yield Hit(
+        title="NumPy is not installed beside torch",
+        detail=f"torch {version} works without it, but these raise 'RuntimeError: Numpy is not "
+        f"available': {numpy_support.without_numpy_breaks()}.",
+        evidence=("numpy: not installed", *(_first_line(w)[:200] for w in warned[:1])),
+        fixes=(Fix(summary="Install NumPy into this environment", commands=(_pip(ctx, requirement),)),),
+    )
