@@ -371,6 +371,11 @@ register_update(app, fail)
 # fix: its options and body live in cli_fix.py; registered here, after install, as the help lists it.
 app.command("fix", help=COMMAND_HELP["fix"])(_cli_fix.fix)
 
+# `fleet` (many snapshots) and `cluster` (a launched job) live in their own module.
+from envdoctor import cli_fleet  # noqa: E402
+
+cli_fleet.register(app)
+
 
 def main() -> None:
     """Entry point: usage errors become one line and exit 2, never a traceback."""

@@ -47,6 +47,17 @@ COMMAND_HELP: dict[str, str] = {
     "commands and package changes, ask, record what is installed, run them, check again, and restore "
     "if it got worse.\n\nExit codes: 0 fixed, 1 not fixed (the output says why), 2 bad usage, "
     "130 interrupted.",
+    "fleet": "Diagnose many nodes' snapshots at once: nodes grouped by stack, skew between them, failing "
+    "nodes.\n\nSnapshots come from `envdoctor snapshot -o snaps/NODE.json` on each node (srun, a "
+    "DaemonSet, ...).\nExit codes as `check`: 0 healthy, 1 problems found, 2 bad options or no "
+    "snapshot at all.",
+    "cluster": "Check a whole multi-node job, started by its own launcher on every node.\n\n"
+    "torchrun --nnodes N --nproc-per-node G -m envdoctor cluster; srun python -m envdoctor cluster;\n"
+    "mpirun -x MASTER_ADDR -x MASTER_PORT python -m envdoctor cluster; or any launcher that sets "
+    "RANK,\nWORLD_SIZE, MASTER_ADDR and MASTER_PORT. One process per node runs the node's check; every "
+    "rank\njoins a process group (NCCL, else gloo), exchanges its node's snapshot through the "
+    "rendezvous\nstore and runs an all-reduce. Rank 0 prints the fleet report; every rank exits with "
+    "its code\n(0 healthy, 1 problems found, 2 envdoctor could not run as asked).",
 }
 
 # Below this width rich shrinks the option column (30 cells with --install-completion) and

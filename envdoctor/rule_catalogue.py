@@ -150,6 +150,7 @@ AREA_TITLES = {
     "mirrors": "Package indexes",
     "expectations": "Project expectations",
     "envdoctor": "envdoctor itself",
+    "fleet": "Nodes of a multi-node job",
 }
 
 

@@ -43,6 +43,7 @@ AREA_OF_HUNDREDS = {
     "5": "mirrors",
     "6": "windows",
     "7": EXPECTATIONS_AREA,
+    "8": "fleet",  # many nodes judged together (envdoctor fleet, envdoctor cluster)
     "9": "envdoctor",  # envdoctor's own trouble: a probe that failed
 }
 SENTENCE_END = (".", "!", "?", ".)", ".'", '."')
@@ -115,10 +116,13 @@ def test_codes_and_names_are_well_formed_and_unique() -> None:
 
 
 def test_areas_are_probe_names() -> None:
-    """One vocabulary: a rule's area is the probe whose facts it judges, or one of two own areas."""
+    """One vocabulary: a rule's area is the probe whose facts it judges, or one of three own areas
+    (the fleet's rules judge many nodes' facts at once)."""
     probes = {p.name for p in PROBES}
     for rule in RULES:
-        assert rule.area in probes | {EXPECTATIONS_AREA, "envdoctor"}, f"{rule.code}: area {rule.area!r}"
+        assert rule.area in probes | {EXPECTATIONS_AREA, "envdoctor", "fleet"}, (
+            f"{rule.code}: area {rule.area!r}"
+        )
 
 
 def test_every_expectation_key_is_judged_by_an_expectations_rule() -> None:
@@ -148,7 +152,9 @@ def _golden_codes() -> set[str]:
 
 
 def test_every_rule_is_triggered_by_some_fixture() -> None:
-    triggered = _golden_codes()
+    from tests.fleet_scenarios import triggered_codes  # fleet rules: their situations span nodes
+
+    triggered = _golden_codes() | triggered_codes()
     missing = sorted(r.code for r in RULES if r.code not in triggered)
     assert not missing, f"rules no fixture triggers (add a fixture under fixtures/): {missing}"
     unknown = sorted(triggered - {r.code for r in RULES})
