@@ -29,7 +29,7 @@ AWKWARD = 'it\'s "$HOME" & `x` C:\\dir'
 def test_powershell_values_are_single_quoted_literals() -> None:
     assert powershell_set("V", AWKWARD) == "$env:V = 'it''s \"$HOME\" & `x` C:\\dir'"
     assert powershell_set("PIP_INDEX_URL", "https://mirrors.example.org/simple") == (
-        "$env:PIP_INDEX_URL = 'https://mirrors.example.org/simple'"  # a bare URL after = would run as a command
+        "$env:PIP_INDEX_URL = 'https://mirrors.example.org/simple'"  # bare, it would run as a command
     )
     assert powershell_unset("V") == "Remove-Item Env:V"
     assert powershell_set_persistent("V", "1") == "[Environment]::SetEnvironmentVariable('V', '1', 'User')"
