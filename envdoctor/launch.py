@@ -77,6 +77,8 @@ def main() -> None:
         cli_main()
     except KeyboardInterrupt:  # Ctrl-C (or SIGTERM/SIGHUP) before the CLI could catch it
         sys.exit(lifecycle.EXIT_INTERRUPTED)
+    finally:
+        lifecycle.closing()  # a signal during exit and clean-up still ends with 130, not a traceback
 
 
 if __name__ == "__main__":

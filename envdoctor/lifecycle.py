@@ -124,6 +124,23 @@ def _on_signal(number: int, _frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def _on_signal_while_closing(number: int, frame: object) -> None:
+    """Past the CLI's own handling (exit and its clean-up): the same line, then exit 130 at once
+    instead of a KeyboardInterrupt that nothing is left to catch."""
+    with contextlib.suppress(KeyboardInterrupt):
+        _on_signal(number, frame)
+    os._exit(EXIT_INTERRUPTED)
+
+
+def closing() -> None:
+    """From here on a signal ends the process with 130 (children killed, one line)."""
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        number = getattr(signal, name, None)
+        if number is not None:
+            with contextlib.suppress(ValueError, OSError):
+                signal.signal(number, _on_signal_while_closing)
+
+
 class _QuietStdout:
     """stdout that, once the reader has gone (EPIPE), sends the rest to the null device.
 
