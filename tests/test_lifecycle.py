@@ -197,7 +197,7 @@ def _wait_for(machine: Machine, names: tuple[str, ...], limit: float = 30) -> No
     ],
     ids=["check-SIGINT", "check-SIGTERM", "snapshot-SIGHUP", "report-SIGINT"],
 )
-@pytest.mark.xfail(strict=False, reason="timing race on a loaded machine: a signal can land as the process exits")
+@pytest.mark.xfail(strict=False, reason="timing race: a signal can land as the process exits")
 def test_a_signal_stops_every_child(machine: Machine, sig: signal.Signals, argv: list[str]) -> None:
     proc = subprocess.Popen(
         [*ENVDOCTOR, *argv], env=machine.env, cwd=machine.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE
