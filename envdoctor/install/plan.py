@@ -25,7 +25,7 @@ from envdoctor.install.commands import (
 from envdoctor.install.routes import Routed, route
 from envdoctor.install.sources import Constraint, Sources, blocking
 from envdoctor.knowledge import DriverVersion, Release, conda, variant_cuda
-from envdoctor.knowledge.archs import Capability, CoverageKind, arch_list, coverage, sm
+from envdoctor.knowledge.archs import ArchList, Capability, CoverageKind, arch_list, coverage, sm
 from envdoctor.knowledge.drivers import DriverKind, DriverSupport, driver_support, native_cuda
 from envdoctor.knowledge.gpus import is_tegra
 
@@ -191,6 +191,8 @@ def _choose_cuda(release: Release, target: InstallTarget) -> _Choice | str:
                 )
             if support.caveat:
                 warnings.append(support.caveat)
+            if support.assumed_note:
+                warnings.append(support.assumed_note)
             why += f" -> {variant}" + _gpu_words(release, variant, target, skipped)
             return _Choice(variant, why, tuple(warnings))
     return _no_cuda_fit(release, target, judged)
@@ -212,7 +214,7 @@ def _choose_without_driver(release: Release, target: InstallTarget, variants: li
             f"{natively}; pass --driver to plan for the one you have"
         )
         why = f"NVIDIA driver unknown -> {variant}" + _gpu_words(release, variant, target, ())
-        return _Choice(variant, why, (warning,))
+        return _Choice(variant, why, (warning,) + ((need.assumed_note,) if need.assumed_note else ()))
     gpus = ", ".join(target.gpu_label(i) for i in range(len(target.gpu_capabilities)))
     return f"torch {release.torch}: no CUDA build includes {gpus}"
 
@@ -257,6 +259,8 @@ def _explicit_variant(release: Release, target: InstallTarget) -> _Choice | str:
             )
         if support.caveat:
             warnings.append(support.caveat)
+        if support.assumed_note:
+            warnings.append(support.assumed_note)
         missing = _gpu_coverage(release, variant, target)
         if missing:
             warnings.append(
@@ -356,7 +360,7 @@ def plan(target: InstallTarget, alternatives: bool = True) -> InstallPlan:
         if constraint is not None:
             rejected.append((release, constraint))
             notes.append(
-                f"torch {release.torch}: pip's constraint {constraint.text} ({constraint.file}, line "
+                f"torch {release.torch}: {constraint.label} {constraint.text} ({constraint.file}, line "
                 f"{constraint.line}) rejects it"
             )
             continue
@@ -391,7 +395,7 @@ def _with_history(
         newest, constraint = rejected[0]
         warnings.insert(
             0,
-            f"pip's constraint {constraint.text} ({constraint.file}, line {constraint.line}) rules out "
+            f"{constraint.label} {constraint.text} ({constraint.file}, line {constraint.line}) rules out "
             f"torch {newest.torch}; this is torch {release.torch}, the newest it allows. To lift it: "
             f"{constraint.lift}",
         )
@@ -432,7 +436,7 @@ def _impossible(
     reason = "no torch build fits: " + _summarise(notes) if notes else "no torch build fits"
     suggestions = _suggestions(target) if alternatives else []
     for _, constraint in rejected[:1]:
-        suggestions.append(f"lift pip's constraint {constraint.text}: {constraint.lift}")
+        suggestions.append(f"lift {constraint.label} {constraint.text}: {constraint.lift}")
     return InstallPlan(
         None, None, None, None, reason, warnings=target.notes, suggestions=tuple(dict.fromkeys(suggestions))
     )
@@ -494,7 +498,7 @@ def _plan_for(
     if arch is not None and arch.inferred and target.gpu_capabilities:
         warnings.append(
             f"no published arch list for torch {release.torch} in envdoctor's data: {choice.variant}'s "
-            "is taken from the previous release"
+            f"is assumed, carried forward from {_arch_origin(release, arch)}"
         )
     if choice.variant.startswith("cu") and target.gpu_capabilities and arch is None:
         warnings.append(f"envdoctor has no arch list for torch {release.torch} {choice.variant}")
@@ -522,6 +526,17 @@ def _plan_for(
         source=routed.sentence,
         route=Route(routed.route),
     )
+
+
+def _arch_origin(release: Release, arch: ArchList) -> str:
+    """Where a borrowed arch list comes from, in a few words."""
+    prefix = "assumed: carried forward from "
+    basis = arch.provenance.basis or ""
+    if basis.startswith(prefix):  # the overlay's: "torch 2.13 cu130 by `envdoctor update` (...)"
+        return basis[len(prefix) :].split(" (", 1)[0]
+    if release.assumed:
+        return f"the newest known release, {knowledge.newest_release().torch}"
+    return "the previous release"
 
 
 def _uninstall_first(release: Release, variant: str, target: InstallTarget) -> Command | None:

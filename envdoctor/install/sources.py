@@ -26,6 +26,8 @@ from envdoctor import knowledge
 from envdoctor.knowledge import Release
 from envdoctor.probes.mirrors import CondaConfig, PipConfig, UvConfig, is_variable
 from envdoctor.probes.sources import (
+    UV_CONSTRAINT_SETTINGS,
+    ConstraintFile,
     ListingKind,
     ListingStatus,
     ReachCheck,
@@ -34,6 +36,7 @@ from envdoctor.probes.sources import (
 )
 
 TORCH_PACKAGES = ("torch", "torchvision", "torchaudio")
+PIP_CONSTRAINT = "pip's constraint"
 
 
 class SourceKind(str, enum.Enum):
@@ -78,6 +81,7 @@ class Constraint:
     file: str
     line: int
     lift: str  # how to take it away, in words
+    label: str = PIP_CONSTRAINT  # "uv's constraint", "uv's override"
 
     def allows(self, version: str) -> bool:
         try:
@@ -267,7 +271,28 @@ def wheel_filename(
 def _lift(path: str, line: int, origin: str) -> str:
     if is_variable(origin):
         return f"unset ${origin}, or remove line {line} of {path}"
+    if origin in UV_CONSTRAINT_SETTINGS:
+        return f"remove or relax the entry on line {line} of {path} ({origin})"
     return f"remove or relax line {line} of {path}"
+
+
+def _uv_constraints(files: tuple[ConstraintFile, ...]) -> list[Constraint]:
+    found = []
+    for file in files:
+        override = file.origin in ("UV_OVERRIDE", "override-dependencies")
+        label = "uv's override" if override else "uv's constraint"
+        found += [
+            Constraint(
+                canonicalize_name(c.project),
+                c.specifier,
+                file.path,
+                c.line,
+                _lift(file.path, c.line, file.origin),
+                label,
+            )
+            for c in file.lines
+        ]
+    return found
 
 
 def _pip_sources(pip: PipConfig) -> tuple[Source | None, list[Source], Source | None]:
@@ -353,6 +378,8 @@ def from_facts(
                     )
                     for c in file.lines
                 ]
+        if manager == "uv":
+            constraints += _uv_constraints(facts.uv_constraints)
         answers = [answer_of(check) for check in facts.reach]
     return Sources(
         manager=manager,
@@ -379,7 +406,10 @@ def describe(sources: Sources) -> str:
         parts.append(f"{source.kind.value} {source.url}")
     if local:
         parts.append("local torch wheels: " + ", ".join(local))
-    parts += [f"constraint {c.text} ({c.file})" for c in sources.constraints]
+    parts += [
+        f"{'constraint' if c.label == PIP_CONSTRAINT else c.label} {c.text} ({c.file})"
+        for c in sources.constraints
+    ]
     if sources.offline:
         parts.append("offline")
     return "; ".join(parts)
