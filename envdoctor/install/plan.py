@@ -22,7 +22,13 @@ from envdoctor.install.commands import (
     command_text,
     conda_command,
 )
-from envdoctor.install.routes import Routed, route
+from envdoctor.install.routes import (
+    NVIDIA_ON_MIRROR,
+    Routed,
+    conda_channel_route,
+    conda_past_channel,
+    route,
+)
 from envdoctor.install.sources import Constraint, Sources, blocking
 from envdoctor.knowledge import DriverVersion, Release, conda, variant_cuda
 from envdoctor.knowledge.archs import ArchList, Capability, CoverageKind, arch_list, coverage, sm
@@ -522,7 +528,9 @@ def _plan_for(
         reason=f"{choice.why} -> torch {release.torch} ({choice.variant})",
         commands=routed.commands,
         warnings=tuple(dict.fromkeys(warnings)),
-        suggestions=(tuple(_conda_alternative(release, target)) if alternatives else ()) + routed.suggestions,
+        suggestions=routed.leading
+        + (tuple(_conda_alternative(release, target)) if alternatives else ())
+        + routed.suggestions,
         source=routed.sentence,
         route=Route(routed.route),
     )
@@ -556,15 +564,13 @@ def _commands(release: Release, variant: str, target: InstallTarget, warnings: l
         found = conda_command(release, variant, target.platform)
         if found is not None:
             if variant.startswith("cu") and target.mirror is not None:
-                warnings.append(
-                    "with an Anaconda mirror as channel_alias, '-c nvidia' fails: mirrors do not carry "
-                    "the nvidia channel (https://github.com/tuna/issues/issues/1327); keep channel_alias "
-                    "at its default"
-                )
-            return Routed((found,))
+                warnings.append(NVIDIA_ON_MIRROR)
+            return conda_channel_route(found, target, conda.last_release(), warnings)
         warnings.append(_conda_missing(release, variant, target.platform))
     manager = "uv" if target.manager == "uv" else "pip"
     routed = route(release, variant, index, target, manager, warnings)
+    if target.manager == "conda":
+        routed = conda_past_channel(routed, variant, target, conda.last_release())
     first = _uninstall_first(release, variant, target) if manager == "pip" else None
     if first is not None and routed.route != Route.OFFLINE.value:
         return replace(routed, commands=(first, *routed.commands))

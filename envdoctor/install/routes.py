@@ -18,7 +18,7 @@ is the official command, as it always was.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit
 
@@ -49,6 +49,7 @@ class Routed:
     route: str = "index"  # plan.Route's value
     sentence: str | None = None
     suggestions: tuple[str, ...] = ()
+    leading: tuple[str, ...] = ()  # said before the planner's own suggestions (conda-forge when it leads)
 
 
 def _versions(release: Release) -> dict[str, str | None]:
@@ -341,3 +342,60 @@ def _default_index_instead(release: Release, target: InstallTarget) -> tuple[str
         f"the default index answered and has torch {release.torch}'s {builds.pypi} build for "
         f"{target.platform} ({runs}): {command}",
     )
+
+
+# --- conda: where `-c NAME` resolves (mirror_facts.md 2.2 and 4.2) ---------------------------------
+
+CONDA_CUTOFF_ISSUE = "pytorch/pytorch#138506"
+NVIDIA_ON_MIRROR = (
+    "with an Anaconda mirror as channel_alias, '-c nvidia' fails: mirrors do not carry the nvidia "
+    "channel (https://github.com/tuna/issues/issues/1327); keep channel_alias at its default"
+)
+
+
+def conda_channel_route(command: Command, target: InstallTarget, last: str, warnings: list[str]) -> Routed:
+    """The pytorch channel's own command (up to its last release). The command names channels, never
+    URLs, so a configured mirror (channel_alias, custom_channels) is used, not bypassed."""
+    conda = target.sources.conda if target.sources is not None else None
+    if conda is None:
+        return Routed((command,))
+    url, how = conda.resolve("pytorch")
+    sentence = (
+        f"From the pytorch channel, which conda reads at {url} ({how}): PyTorch published its conda "
+        f"packages there up to torch {last}"
+    )
+    if conda.mirrored("pytorch"):
+        sentence += "; the command names the channel, not a URL, so conda goes through that mirror"
+    _, nvidia_how = conda.resolve("nvidia")
+    if "nvidia" in command.argv and nvidia_how.startswith("channel_alias") and conda.mirrored("nvidia"):
+        warnings.append(NVIDIA_ON_MIRROR)
+    return Routed((command,), "index", sentence)
+
+
+def conda_past_channel(routed: Routed, variant: str, target: InstallTarget, last: str) -> Routed:
+    """A release past the pytorch channel: pip inside the conda environment, said with why, and
+    conda-forge's community build as the conda-only alternative, through the configured channels."""
+    conda = target.sources.conda if target.sources is not None else None
+    if conda is None:
+        return routed
+    why = (
+        f"With pip inside the conda environment, because PyTorch's own conda channel stops at torch "
+        f"{last} ({CONDA_CUTOFF_ISSUE})"
+    )
+    if conda.has("conda-forge"):
+        why += (
+            ", and conda-forge, which your channels list, has only community builds whose versions "
+            "envdoctor cannot pin"
+        )
+    if routed.sentence:
+        why += "; " + routed.sentence[0].lower() + routed.sentence[1:]
+    package = "pytorch-gpu" if variant.startswith("cu") else "pytorch"
+    url, how = conda.resolve("conda-forge")
+    command = join(["conda", "install", "-c", "conda-forge", package, "torchvision"], target.os)
+    forge = (
+        f"conda-forge's community build instead (its own versions, not PyTorch's; conda reads "
+        f"conda-forge at {url}, {how}): {command}"
+    )
+    if conda.channels and conda.channels[0][0].rstrip("/").endswith("conda-forge"):
+        return replace(routed, sentence=why, leading=(forge, *routed.leading))
+    return replace(routed, sentence=why, suggestions=(*routed.suggestions, forge))

@@ -101,6 +101,50 @@ class Answer:
     detail: str = ""
 
 
+DEFAULT_CHANNEL_ALIAS = "https://conda.anaconda.org"  # conda/base/constants.py (mirror_facts.md 2.2)
+
+
+@dataclass(frozen=True)
+class CondaChannels:
+    """What decides where `conda install -c NAME` looks: the configured channels, channel_alias and
+    custom_channels, each with the file (or variable) that sets it, as conda merges them."""
+
+    channels: tuple[tuple[str, str], ...] = ()  # (name or URL, where), highest priority first
+    alias: str | None = None  # channel_alias, when set
+    alias_origin: str = ""
+    custom: tuple[tuple[str, str, str], ...] = ()  # custom_channels: (name, base URL, where)
+
+    def resolve(self, name: str) -> tuple[str, str]:
+        """(the URL conda reads for channel `name`, why that one): custom_channels first, "which takes
+        precedence over channel_alias", then channel_alias, then conda's default alias."""
+        if "://" in name:
+            return name, "a URL"
+        for custom, base, origin in self.custom:
+            if custom == name:
+                return f"{base.rstrip('/')}/{name}", f"custom_channels in {origin}"
+        if self.alias:
+            return f"{self.alias.rstrip('/')}/{name}", f"channel_alias in {self.alias_origin}"
+        return f"{DEFAULT_CHANNEL_ALIAS}/{name}", "conda's default channel_alias"
+
+    def mirrored(self, name: str) -> bool:
+        """Whether channel `name` resolves away from anaconda.org (a mirror, or a company proxy)."""
+        url, _ = self.resolve(name)
+        return not url.startswith(DEFAULT_CHANNEL_ALIAS + "/")
+
+    def has(self, name: str) -> bool:
+        return any(c == name or c.rstrip("/").endswith(f"/{name}") for c, _ in self.channels)
+
+
+def conda_channels(conda: CondaConfig) -> CondaChannels:
+    alias = conda.last("channel_alias")
+    return CondaChannels(
+        channels=tuple((name, setting.origin) for name, setting in conda.merged_list("channels")),
+        alias=alias.value if alias is not None and alias.value else None,
+        alias_origin=alias.origin if alias is not None else "",
+        custom=tuple((name, url, setting.origin) for name, url, setting in conda.custom_channels()),
+    )
+
+
 @dataclass(frozen=True)
 class Sources:
     manager: str = "pip"
@@ -114,6 +158,7 @@ class Sources:
     uv_routes: tuple[tuple[str, str], ...] = ()  # [tool.uv.sources]: (package, index name)
     channels: tuple[str, ...] = ()  # conda
     default_index: str | None = None  # PyPI's index URL, as pip knows it
+    conda: CondaChannels | None = None  # for conda plans: where `-c NAME` resolves
 
     def reach(self, url: str | None) -> Answer:
         """What is known of `url`'s host: the answer for the longest checked prefix of it, else one for
@@ -393,6 +438,7 @@ def from_facts(
         uv_routes=routes,
         channels=channels,
         default_index=default_index,
+        conda=conda_channels(conda) if manager == "conda" and conda is not None else None,
     )
 
 
