@@ -118,3 +118,35 @@ def test_a_pip_plan_ignores_uv_constraints_and_uv_ignores_pip_constraint(
     assert [c.text for c in as_pip.constraints] == ["torch<2.11"]
     assert [c.text for c in as_uv.constraints] == ["torch<2.10"]  # uv reads no PIP_CONSTRAINT (uv#10686)
     assert "uv constraints torch<2.10 (constraint-dependencies in" in sources.describe(facts)
+
+
+def test_an_explicit_local_index_that_torch_is_routed_to(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """[tool.uv.sources] routes torch to an explicit file:// index holding the exact build: `uv sync`
+    takes it from there, but `uv pip install` reads neither explicit indexes nor [tool.uv.sources],
+    so the plan does not pretend the command finds it locally, and prints no second routing."""
+    wheel = "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"
+    simple = tmp_path / "simple"
+    (simple / "torch").mkdir(parents=True)
+    (simple / "torch" / "index.html").write_text(f'<a href="{wheel}">{wheel}</a>\n', encoding="utf-8")
+    _project(
+        tmp_path,
+        "pyproject.toml",
+        '[project]\nname = "app"\nversion = "0"\n\n[[tool.uv.index]]\nname = "wheels"\n'
+        f'url = "{simple.as_uri()}"\nexplicit = true\n\n[tool.uv.sources]\ntorch = {{ index = "wheels" }}\n',
+    )
+    found, _ = _sources(tmp_path, monkeypatch)
+    assert [w.filename for w in found.wheels] == [wheel]
+    result = _uv_plan(found, torch="2.13.0")
+    assert result.route.value == "index"  # type: ignore[attr-defined]
+    assert "pyproject.toml" not in [c.kind.value for c in result.commands]  # type: ignore[attr-defined]
+    assert (
+        f"pyproject.toml routes torch to the index 'wheels' ({simple.as_uri()}), which holds {wheel}: "
+        "`uv sync` and `uv add` take it from there; `uv pip install` reads no [tool.uv.sources], so its "
+        "line names the build's index"
+    ) in result.warnings  # type: ignore[attr-defined]
+    assert not any("not to the cpu one" in w for w in result.warnings)  # type: ignore[attr-defined]
+    assert text(result.commands[0]) == (  # type: ignore[attr-defined]
+        "uv pip install torch==2.13.0 torchvision==0.28.0 --index-url https://download.pytorch.org/whl/cpu"
+    )

@@ -147,18 +147,37 @@ def route(
         pins = _remote_pins(release, variant, index, None, target.platform)
         return Routed(_commands(manager, target, pins, index, variant))
     local = _local(release, variant, target, sources)
+    routed_local = _routed_local(local, sources) if manager == "uv" else None
+    if manager == "uv":
+        if routed_local is not None:
+            warnings.append(routed_local)
+        # uv reads an explicit index only for the packages [tool.uv.sources] routes to it, and `uv
+        # pip install` reads no [tool.uv.sources] at all: its wheels are not a source for the command.
+        local = {name: wheel for name, wheel in local.items() if not wheel.source.explicit}
     complete = all(name in local for name in _packages(release) if _versions(release).get(name))
     usable = sources.usable(index.url)
     if "torch" in local and (complete or not usable):
         return _local_route(release, variant, index, target, manager, local, usable)
     if usable:
-        return _index_route(release, variant, index, target, manager, sources, warnings)
+        return _index_route(
+            release, variant, index, target, manager, sources, warnings, routed=routed_local is not None
+        )
     others = _alternatives(release, variant, index, target, sources)
     if not others:
         return _offline_route(release, variant, index, target, sources)
     silent = sources.reach(index.url)
     warnings.append(f"{_host(silent.url)} did not answer ({silent.detail})")
-    return _index_route(release, variant, others[0], target, manager, sources, warnings, fallback=True)
+    return _index_route(
+        release,
+        variant,
+        others[0],
+        target,
+        manager,
+        sources,
+        warnings,
+        fallback=True,
+        routed=routed_local is not None,
+    )
 
 
 def _local(release: Release, variant: str, target: InstallTarget, sources: Sources) -> dict[str, LocalWheel]:
@@ -171,6 +190,20 @@ def _local(release: Release, variant: str, target: InstallTarget, sources: Sourc
         if wheel is not None:
             found[name] = wheel
     return found
+
+
+def _routed_local(local: dict[str, LocalWheel], sources: Sources) -> str | None:
+    """When [tool.uv.sources] routes torch to an explicit local index that holds the exact build,
+    the project commands take it from there: say so, and that `uv pip install` does not."""
+    torch = local.get("torch")
+    routed = dict(sources.uv_routes).get("torch")
+    if torch is None or not torch.source.explicit or routed is None or torch.source.name != routed:
+        return None
+    return (
+        f"pyproject.toml routes torch to the index {routed!r} ({torch.source.url}), which holds "
+        f"{torch.filename}: `uv sync` and `uv add` take it from there; `uv pip install` reads no "
+        "[tool.uv.sources], so its line names the build's index"
+    )
 
 
 def _local_route(
@@ -235,10 +268,13 @@ def _index_route(
     sources: Sources,
     warnings: list[str],
     fallback: bool = False,
+    routed: bool = False,
 ) -> Routed:
+    """`routed`: [tool.uv.sources] already routes torch to an index that holds this build, so the
+    project needs no snippet (said in a warning already)."""
     pins = _remote_pins(release, variant, index, sources, target.platform)
-    snippet = True
-    if manager == "uv":
+    snippet = not routed
+    if manager == "uv" and not routed:
         snippet, note = _uv_routed(variant, index, sources)
         if note is not None:
             warnings.append(note)
