@@ -10,7 +10,7 @@ from pathlib import Path
 
 from envdoctor.host.live import LiveHost
 from envdoctor.install.plan import InstallPlan, InstallTarget, plan
-from envdoctor.install.sources import Sources, from_facts
+from envdoctor.install.sources import Sources, describe, from_facts
 from envdoctor.probes.mirrors import collect_conda
 from envdoctor.target import PythonInfo
 from tests.install_support import text
@@ -62,6 +62,7 @@ def test_past_the_channel_pip_with_why_and_conda_forge_first_when_it_leads(tmp_p
     found, rc = _sources(tmp_path, f"channels:\n  - conda-forge\nchannel_alias: {TUNA}/cloud\n")
     result = _plan(found, driver_version="580.65.06", gpu_capabilities=((8, 6),))
     assert [c.manager for c in result.commands] == ["pip"]
+    assert describe(found) == f"conda channels conda-forge; channel_alias {TUNA}/cloud"
     assert result.source is not None
     assert result.source.startswith(
         "With pip inside the conda environment, because PyTorch's own conda channel stops at torch 2.5.1 "

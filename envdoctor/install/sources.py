@@ -456,6 +456,10 @@ def describe(sources: Sources) -> str:
         f"{'constraint' if c.label == PIP_CONSTRAINT else c.label} {c.text} ({c.file})"
         for c in sources.constraints
     ]
+    if sources.conda is not None and sources.conda.channels:
+        parts.append("conda channels " + ", ".join(name for name, _ in sources.conda.channels))
+    if sources.conda is not None and sources.conda.alias:
+        parts.append(f"channel_alias {sources.conda.alias}")
     if sources.offline:
         parts.append("offline")
     return "; ".join(parts)
