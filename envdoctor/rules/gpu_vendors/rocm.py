@@ -103,7 +103,7 @@ def rocm_build_lacks_gfx_target(ctx: RuleContext) -> Iterator[Hit]:
                 link="https://github.com/pytorch/pytorch#amd-rocm-support",
             )
         )
-        cpu = planned_fix(ctx, "The CPU build", want_cuda=False)
+        cpu = planned_fix(ctx, "Install the CPU build instead", want_cuda=False, torch=torch.public_version)
         if cpu is not None:
             fixes.append(cpu)
     listed = ", ".join(arch)
