@@ -342,3 +342,23 @@ def test_each_fixture_has_one_finding_with_a_working_fix(name: str, code: str) -
     assert "ED104" not in {f.code for f in report.findings}
     verdicts = {a.area: a.verdict for a in report.areas}
     assert "no AMD or Intel GPU" not in verdicts["gpu_vendors"]
+
+
+def test_the_smoke_test_runs_on_xpu_devices_through_torch_xpu() -> None:
+    synced: list[str] = []
+    xpu = SimpleNamespace(
+        synchronize=lambda device: synced.append(device),
+        mem_get_info=lambda device: (15 * 2**30, 16 * 2**30),
+        reset_peak_memory_stats=lambda device: synced.append("reset"),
+        max_memory_allocated=lambda device: 2**20,
+    )
+    torch = SimpleNamespace(device=lambda label: label, xpu=xpu)
+    info = {"xpu_available": True, "xpu_devices": [{"index": 0, "name": "Intel(R) Arc(TM) A770 Graphics"}]}
+    devices = child.devices_to_test(torch, info)
+    assert [(d.kind, d.label) for d in devices] == [("cpu", "cpu"), ("xpu", "xpu:0")]
+    device = devices[1]
+    device.sync()
+    device.reset_peak()
+    assert synced == ["xpu:0", "reset"]
+    assert device.memory() == (15 * 2**30, 16 * 2**30) and device.peak() == 2**20
+    assert device.conv_backend() == "oneDNN (XPU)" and device.describe()["kind"] == "xpu"
