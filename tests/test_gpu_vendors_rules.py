@@ -362,3 +362,15 @@ def test_the_smoke_test_runs_on_xpu_devices_through_torch_xpu() -> None:
     assert synced == ["xpu:0", "reset"]
     assert device.memory() == (15 * 2**30, 16 * 2**30) and device.peak() == 2**20
     assert device.conv_backend() == "oneDNN (XPU)" and device.describe()["kind"] == "xpu"
+
+
+def test_a_gpu_requirement_on_an_amd_machine_folds_under_the_rocm_finding() -> None:
+    from envdoctor.engine import diagnose
+    from envdoctor.model import Expectations
+    from envdoctor.snapshot import load
+    from tests.fixture_support import FIXTURES
+
+    snap = load(str(FIXTURES / "linux-rx6800-cpu-torch-rocm-wanted.json"))
+    report = diagnose(snap.platform, snap.interpreter, snap.probes, expectations=Expectations(gpu=True))
+    assert [f.code for f in report.primary] == ["ED152"]
+    assert [f.code for f in report.consequences(report.primary[0])] == ["ED701"]

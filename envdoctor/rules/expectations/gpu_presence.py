@@ -69,6 +69,8 @@ def _no_gpu_fixes(ctx: RuleContext, view: GpuView) -> tuple[Fix, ...]:
     severity=Severity.ERROR,
     summary="the project needs a GPU, and torch can use none",
     needs=(Expectations,),
+    # An AMD or Intel GPU the installed build cannot use: that finding names the build to install.
+    consequence_of=("ED152", "ED153", "ED154", "ED155"),
     doc=RuleDoc(
         what="With require-gpu (or any GPU expectation: min-gpus, require-capability, "
         "min-gpu-memory, require-smoke), whether torch.cuda.is_available() is True with at "
