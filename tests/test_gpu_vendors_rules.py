@@ -228,6 +228,17 @@ def test_an_xpu_build_without_an_intel_gpu_gets_the_cpu_build() -> None:
     assert any("+cpu" in " ".join(f.commands) or "whl/cpu" in " ".join(f.commands) for f in finding.fixes)
 
 
+def test_an_xpu_build_where_gpus_are_not_listed_names_both_causes() -> None:
+    torch = plain_torch("2.13.0+xpu", xpu="20250100", xpu_available=False)
+    probes = (
+        ProbeResult("python", ProbeStatus.OK, 0.0, PYTHON),
+        ProbeResult("torch", ProbeStatus.OK, 0.0, torch),
+    )
+    ctx = RuleContext.build(LINUX, Interpreter("/env/bin/python", "r"), probes)
+    finding = {f.code: f for f in evaluate(ctx)}["ED154"]
+    assert "or its driver is missing" in finding.detail and "no Intel GPU was found" not in finding.detail
+
+
 def test_an_xpu_build_that_works_is_fine() -> None:
     device = TorchDevice(0, "Intel(R) Arc(TM) A770 Graphics")
     torch = plain_torch("2.13.0+xpu", xpu="20250100", xpu_available=True, xpu_devices=(device,))

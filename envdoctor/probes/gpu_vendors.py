@@ -28,7 +28,7 @@ NVIDIA_VENDOR = "0x10de"  # the NVML probe's
 OVERRIDE_VARIABLE = "HSA_OVERRIDE_GFX_VERSION"
 _TOOL_TIMEOUT = 5.0  # rocminfo answers in well under a second on a healthy machine
 _CARD = re.compile(r"^card(\d+)$")
-_SMALL_READ = 4096
+_SMALL_READ = 16384  # a KFD properties file is about 1.5 KiB, a sysfs id a line
 
 
 class Vendor(TextEnum):

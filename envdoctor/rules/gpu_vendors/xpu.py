@@ -116,8 +116,20 @@ def xpu_build_but_xpu_unavailable(ctx: RuleContext) -> Iterator[Hit]:
             f"The {gpus_words(served)} is one torch.xpu serves, yet torch.xpu.is_available() is False: "
             "Intel's GPU compute runtime (Level Zero) is missing, or this user cannot open /dev/dri."
         )
+    elif facts is None:  # GPUs not listed here (Windows, or an older snapshot)
+        detail = (
+            "torch.xpu.is_available() is False: there is no Intel GPU torch.xpu serves (Arc A-series "
+            "or newer, Core Ultra graphics), or its driver is missing or too old."
+        )
+        fixes.append(
+            Fix(
+                summary="Install or update Intel's GPU driver for this GPU, then check again; without such "
+                "a GPU, install the CPU build",
+                link=XPU_GUIDE,
+            )
+        )
     else:
-        others = facts.intel if facts is not None else ()
+        others = facts.intel
         what = (
             f"the Intel GPU here ({gpus_words(others)}) is not one PyTorch's XPU builds serve (Arc "
             "A-series or newer)"
