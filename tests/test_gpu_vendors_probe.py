@@ -220,3 +220,20 @@ def test_rocminfo_parser_pairs_names_with_marketing_names() -> None:
 
 def test_the_registered_probe_is_this_one() -> None:
     assert gpu_vendors.PROBE.collect is gpu_vendors.collect and gpu_vendors.PROBE.timeout <= 10
+
+
+def test_install_plans_rocm_for_an_amd_gpu_it_detects() -> None:
+    from envdoctor.install.session import Given, run
+    from tests.machine_sources import this_machine
+
+    machine = this_machine()
+    _card(machine, "card1", "0x1002", "0x744c", "amdgpu", "0000:03:00.0")
+    machine.host.dirs[DRM] = ("card1",)
+    _kfd_node(machine, "1", 110000, 0x744C)
+    machine.file(gpu_vendors.KFD_DEVICE)
+    machine.absent(gpu_vendors.ROCM_VERSION_FILE)
+    session = run(Given(offline=True), machine.host)
+    inputs = {i.name: (i.value, i.origin) for i in session.inputs}
+    assert inputs["AMD/Intel GPUs"] == ("Radeon RX 7900 XTX/XT/GRE, PRO W7900 (gfx1100)", "detected")
+    assert session.target.gfx_targets == ("gfx1100",)
+    assert session.plan.variant is not None and session.plan.variant.startswith("rocm")
