@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from packaging.version import Version
 
 from envdoctor import knowledge
+from envdoctor.install import vendors
 from envdoctor.install.commands import (
     Command,
     MirrorChoice,
@@ -71,6 +72,10 @@ class InstallTarget:
     native_only: bool = False  # skip builds the driver runs only through minor-version compatibility
     sources: Sources | None = None  # where the manager will look; None: as the official command says
     notes: tuple[str, ...] = ()  # what the request left unplaced (an unknown --gpu), said first
+    # AMD and Intel GPUs (the gpu_vendors probe, or --gpu gfx1100 / --gpu xpu): with no NVIDIA GPU
+    # asking for CUDA, the plan is a rocmX.Y build that serves these gfx targets, or the xpu build.
+    gfx_targets: tuple[str, ...] = ()
+    want_xpu: bool = False
 
     @property
     def platform(self) -> str:
@@ -245,6 +250,9 @@ def _explicit_variant(release: Release, target: InstallTarget) -> _Choice | str:
     assert variant is not None
     builds = release.builds(target.platform)
     assert builds is not None
+    if variant == "xpu":
+        xpu = vendors.choose_xpu(release, target.platform)
+        return xpu if isinstance(xpu, str) else _Choice("xpu", "xpu as asked")
     if variant not in builds.variants:
         return f"torch {release.torch} has no {variant} build for {target.platform}"
     warnings: list[str] = []
@@ -276,6 +284,8 @@ def _explicit_variant(release: Release, target: InstallTarget) -> _Choice | str:
             )
         elif target.gpu_capabilities:
             why += _gpu_words(release, variant, target, ())
+    elif variant.startswith("rocm") and target.gfx_targets:
+        warnings += vendors.rocm_warnings(release, variant, target.gfx_targets)
     elif variant.startswith("rocm"):
         warnings.append(
             f"{variant} builds need an AMD GPU supported by ROCm {variant[4:]}; envdoctor does not "
@@ -301,12 +311,25 @@ def _cpu_why(target: InstallTarget) -> str:
 def _choose(release: Release, target: InstallTarget) -> _Choice | str:
     if target.variant is not None and target.variant != "cpu":
         return _explicit_variant(release, target)
+    if target.variant is None and not _wants_cuda(target) and (target.gfx_targets or target.want_xpu):
+        return _choose_vendor(release, target)
     if target.variant == "cpu" or not _wants_cuda(target):
         builds = release.builds(target.platform)
         if builds is None or "cpu" not in builds.variants:
             return f"torch {release.torch} has no CPU build for {target.platform}"
         return _Choice("cpu", _cpu_why(target))
     return _choose_cuda(release, target)
+
+
+def _choose_vendor(release: Release, target: InstallTarget) -> _Choice | str:
+    """AMD first (ROCm builds), then Intel (the xpu build); see install/vendors.py."""
+    if target.gfx_targets:
+        found = vendors.choose_rocm(release, target.platform, target.gfx_targets)
+    else:
+        found = vendors.choose_xpu(release, target.platform)
+    if isinstance(found, str):
+        return found
+    return _Choice(found.variant, found.why, found.warnings)
 
 
 def candidates(target: InstallTarget) -> tuple[Release, ...]:
