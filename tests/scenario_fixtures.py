@@ -1078,6 +1078,90 @@ def win10_gt720_kepler_cpu_torch() -> Scenario:
     )
 
 
+# Fermi (issue 11 item 7) ---------------------------------------------------------------------------
+
+WINDOWS_10 = PlatformInfo("Windows", "10", "10.0.19045", "AMD64")
+GT630 = "GeForce GT 630"  # R390 drivers name GPUs without the "NVIDIA " prefix later drivers add
+FOOOCUS = "C:\\Users\\user\\Documents\\Fooocus\\python_embeded"
+
+
+def win10_gt630_fermi_cu121_driver391() -> Scenario:
+    """Fooocus's Windows package: an embedded Python 3.10 (no venv) holding torch 2.1.0+cu121."""
+    machine = Machine(
+        WINDOWS_10,
+        {"PATH": WIN_PATH_TAIL, "SystemRoot": "C:\\Windows", "ProgramFiles": "C:\\Program Files"},
+    )
+    machine.folder(SYSTEM32).folder("C:\\Windows\\System32\\Wbem")
+    machine.folder("C:\\Windows\\System32\\WindowsPowerShell\\v1.0")
+    machine.files(SYSTEM32, "kernel32.dll", "ucrtbase.dll", "nvml.dll", "nvcuda.dll")
+    machine.program("nvcc", None).absent("C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA")
+    machine.absent(f"{FOOOCUS}\\Library\\bin")  # a conda layout the embedded Python does not have
+    _redist(machine, "14.38.33130", 33130, 38)
+    machine.registry(LONG_PATHS_KEY, 64, LongPathsEnabled=0)
+    machine.file(f"{FOOOCUS}\\python.exe").files(
+        FOOOCUS, "vcruntime140.dll", "vcruntime140_1.dll", version="14.34.31931.0"
+    )
+    env = _PythonOrgVenv(machine, FOOOCUS, FOOOCUS)  # the embedded Python is its own prefix
+    cuda_dlls = ("c10_cuda.dll", "cudart64_12.dll", "cublas64_12.dll", "cudnn64_8.dll", "torch_cuda.dll")
+    env.torch_dlls((*TORCH_CPU_DLLS, *cuda_dlls), [])
+    gpu = _gpu(GT630, (2, 1), 2147483648)
+    too_old = (
+        "CUDA initialization: The NVIDIA driver on your system is too old (found version 9010). Please "
+        "update your GPU driver by downloading and installing a new version from the URL: "
+        "http://www.nvidia.com/Download/index.aspx Alternatively, go to: https://pytorch.org to install a "
+        "PyTorch version that has been compiled with your version of the CUDA driver. (Triggered "
+        "internally at ..\\c10\\cuda\\CUDAFunctions.cpp:108.)"
+    )
+    torch = TorchFacts(
+        installed=True,
+        dist_version="2.1.0+cu121",
+        version="2.1.0+cu121",
+        location=f"{env.site}\\torch\\__init__.py",
+        cuda="12.1",
+        cudnn=8801,
+        arch_list=(),  # torch.cuda.get_arch_list() is empty while CUDA cannot initialise
+        cuda_available=False,
+        device_count=0,
+        mps_available=False,
+        warnings=(too_old,),
+        companions=(Package("torchvision", "0.16.0+cu121"),),
+    )
+    python = f"{FOOOCUS}\\python.exe"
+    return Scenario(
+        name="win10-gt630-fermi-cu121-driver391",
+        description="Windows 10, GeForce GT 630 (Fermi GF108, sm_21, 2 GB) on the newest driver NVIDIA "
+        "publishes for it, R390 (391.35, CUDA 9.1): Fooocus's embedded Python 3.10 holds torch "
+        "2.1.0+cu121, whose CUDA initialisation fails with 'driver too old (found version 9010)'. No "
+        "newer driver exists for this GPU and no current torch CUDA build has sm_2x kernels: the CPU "
+        "build is the fix. Folder names, the driver's exact version and DLL versions are illustrative.",
+        sources=(
+            "lllyasviel/Fooocus#1348: 'RuntimeError: The NVIDIA driver on your system is too old (found "
+            "version 9010)' on Windows 10 with Python 3.10.9 in python_embeded, an 'NVIDIA GT 630 with 2 GB "
+            "of VRAM' whose driver 'is at the latest version'",
+            "lllyasviel/Fooocus launch.py of the 2.1 releases: torch==2.1.0 torchvision==0.16.0 from the "
+            "cu121 index",
+            "NVIDIA's CUDA Toolkit, Driver and Architecture Matrix: Fermi (2.x) last toolkit CUDA 8.0, last "
+            "driver branch R390 (CUDA 9.1, 391.35 its last Windows release); pytorch/pytorch#17966: a "
+            "GF108 GT 630 is told 'PyTorch no longer supports this GPU because it is too old'",
+        ),
+        platform=WINDOWS_10,
+        machine=machine,
+        target=Target(
+            interpreter=Interpreter(path=python, reason="the interpreter envdoctor runs in"),
+            info=target(python, FOOOCUS, "3.10.9", venv=False).info,
+        ),
+        system=dataclasses.replace(
+            _windows_system_facts(FOOOCUS),
+            os_release="10",
+            os_version=WINDOWS_10.version,
+            memory_total_bytes=8 * GIB,
+            memory_available_bytes=5 * GIB,
+        ),
+        nvml=_windows_nvml_facts("391.35", 9010, gpu),
+        torch=torch,
+    )
+
+
 SCENARIOS: dict[str, Callable[[], Scenario]] = {
     s().name: s
     for s in (
@@ -1094,6 +1178,7 @@ SCENARIOS: dict[str, Callable[[], Scenario]] = {
         win11_old_libiomp5md_on_path_winerror_127,
         win10_gt720_kepler_cu117_torch,
         win10_gt720_kepler_cpu_torch,
+        win10_gt630_fermi_cu121_driver391,
     )
 }
 

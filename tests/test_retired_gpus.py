@@ -116,3 +116,22 @@ def test_torch_missing_on_a_retired_gpu_gets_the_cpu_build() -> None:
     missing = TorchFacts(installed=False)
     finding = run(missing, gpu_nvml("GeForce GTX 780", (3, 5), "474.44", 11040), WINDOWS)["ED001"]
     assert "CPU build" in finding.fixes[0].summary and "torch==" in finding.fixes[0].commands[0]
+
+
+def test_windows_fermi_fixture_gives_the_cpu_build_and_the_last_torch_and_driver() -> None:
+    """Fooocus's torch 2.1.0+cu121 on a GT 630 (sm_21) with R390, the newest driver it can take."""
+    report = fixture_report("win10-gt630-fermi-cu121-driver391")
+    assert [(f.code, f.folded_under) for f in report.findings] == [("ED101", "ED305"), ("ED305", None)]
+    driver, cause = report.findings
+    assert cause.title == "GeForce GT 630 (sm_21, Fermi) cannot run current torch CUDA builds"
+    # The newest torch and driver that could use it, and that no newer driver exists.
+    assert "torch 1.0.0" in cause.detail and "with an R390 driver" in cause.detail
+    assert "NVIDIA publishes no newer driver" in cause.detail
+    (cpu,) = cause.fixes  # no CUDA build fits sm_21 on R390: only the CPU build
+    assert "CPU build" in cpu.summary
+    (command,) = cpu.commands
+    # PyPI's Windows wheel is the CPU build: no CUDA index, and into the embedded Python itself.
+    assert command.startswith("C:\\Users\\user\\Documents\\Fooocus\\python_embeded\\python.exe -m pip ")
+    assert "torch==" in command and "download.pytorch.org/whl/cu" not in command
+    assert driver.fixes == ()  # the driver advice is gone: no driver >= 528 for this GPU
+    assert report.exit_code == 1
