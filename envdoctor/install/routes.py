@@ -143,6 +143,12 @@ def route(
     warnings: list[str],
 ) -> Routed:
     sources = target.sources
+    if (
+        sources is not None
+        and manager == "pip"
+        and _conda_pip_unserved(release, variant, index, target, sources)
+    ):
+        return _offline_route(release, variant, index, target, sources, manager)
     if sources is None or sources.manager != manager:
         pins = _remote_pins(release, variant, index, None, target.platform)
         return Routed(_commands(manager, target, pins, index, variant))
@@ -164,7 +170,7 @@ def route(
         )
     others = _alternatives(release, variant, index, target, sources)
     if not others:
-        return _offline_route(release, variant, index, target, sources)
+        return _offline_route(release, variant, index, target, sources, manager)
     silent = sources.reach(index.url)
     warnings.append(f"{_host(silent.url)} did not answer ({silent.detail})")
     return _index_route(
@@ -178,6 +184,16 @@ def route(
         fallback=True,
         routed=routed_local is not None,
     )
+
+
+def _conda_pip_unserved(
+    release: Release, variant: str, index: IndexChoice, target: InstallTarget, sources: Sources
+) -> bool:
+    """pip inside a conda environment: conda's sources say nothing of pip's configuration, but
+    whether the index answered is known; True when neither it nor another index can serve the build."""
+    if sources.manager != "conda" or sources.usable(index.url):
+        return False
+    return not _alternatives(release, variant, index, target, sources)
 
 
 def _local(release: Release, variant: str, target: InstallTarget, sources: Sources) -> dict[str, LocalWheel]:
@@ -324,7 +340,12 @@ def _alternatives(
 
 
 def _offline_route(
-    release: Release, variant: str, index: IndexChoice, target: InstallTarget, sources: Sources
+    release: Release,
+    variant: str,
+    index: IndexChoice,
+    target: InstallTarget,
+    sources: Sources,
+    manager: str = "pip",
 ) -> Routed:
     versions = _versions(release)
     names = [n for n in _packages(release) if versions.get(n)]
@@ -351,13 +372,23 @@ def _offline_route(
     )
     if any("*" in f for f in files):
         sentence += " (the * is the platform tag, as the download page shows it)"
-    argv = [*target.python_launcher, "install", *[f"./{f}" for f in files]]
-    return Routed(
-        (Command(tuple(argv), "pip"),), "offline", sentence, _default_index_instead(release, target)
-    )
+    command = _install_files(manager, target, [f"./{f}" for f in files])
+    return Routed((command,), "offline", sentence, _default_index_instead(release, target, manager))
 
 
-def _default_index_instead(release: Release, target: InstallTarget) -> tuple[str, ...]:
+def _install_files(manager: str, target: InstallTarget, requirements: list[str]) -> Command:
+    """The manager's own install of these files or pins into the examined environment: `uv pip
+    install --python <examined>` for uv; pip through the examined interpreter otherwise (inside a
+    conda environment too: conda itself cannot install a wheel file)."""
+    if manager == "uv":
+        python = _examined_python(target)
+        return Command(
+            ("uv", "pip", "install", *(("--python", python) if python else ()), *requirements), "uv"
+        )
+    return Command((*target.python_launcher, "install", *requirements), "pip")
+
+
+def _default_index_instead(release: Release, target: InstallTarget, manager: str = "pip") -> tuple[str, ...]:
     """When the default index answered and carries another build of this release for the platform
     (PyPI's Linux wheel is a CUDA build), say so: it runs on the CPU too, at a larger download."""
     sources = target.sources
@@ -372,7 +403,7 @@ def _default_index_instead(release: Release, target: InstallTarget) -> tuple[str
     if target.python is not None and target.python not in release.python_for(target.platform):
         return ()
     pins = pip_pins(release, builds.pypi, IndexChoice(None, ""))
-    command = join([*target.python_launcher, "install", *pins], target.os)
+    command = join(_install_files(manager, target, pins).argv, target.os)
     runs = "the CPU build" if builds.pypi == "cpu" else "it runs on the CPU too, a larger download"
     return (
         f"the default index answered and has torch {release.torch}'s {builds.pypi} build for "
