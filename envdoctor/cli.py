@@ -332,7 +332,10 @@ def install(
         None, "--driver", help="An NVIDIA driver version (535.104.05), to plan for another machine."
     ),
     gpu: list[str] = typer.Option(
-        [], "--gpu", help="A GPU name (RTX 3090) or compute capability (sm_86, 8.6); repeat for several."
+        [],
+        "--gpu",
+        help="A GPU name (RTX 3090, RX 7900 XTX, Arc A770), compute capability (sm_86, 8.6), gfx "
+        "target (gfx1100) or xpu; repeat for several.",
     ),
     manager: Optional[Manager] = typer.Option(
         None, "--manager", "-m", help="pip (default), uv or conda.", case_sensitive=False

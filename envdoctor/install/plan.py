@@ -76,6 +76,7 @@ class InstallTarget:
     # asking for CUDA, the plan is a rocmX.Y build that serves these gfx targets, or the xpu build.
     gfx_targets: tuple[str, ...] = ()
     want_xpu: bool = False
+    amd_target_unknown: bool = False  # an AMD GPU given by a name envdoctor has no gfx target for
 
     @property
     def platform(self) -> str:
@@ -311,7 +312,8 @@ def _cpu_why(target: InstallTarget) -> str:
 def _choose(release: Release, target: InstallTarget) -> _Choice | str:
     if target.variant is not None and target.variant != "cpu":
         return _explicit_variant(release, target)
-    if target.variant is None and not _wants_cuda(target) and (target.gfx_targets or target.want_xpu):
+    vendor = target.gfx_targets or target.want_xpu or target.amd_target_unknown
+    if target.variant is None and not _wants_cuda(target) and vendor:
         return _choose_vendor(release, target)
     if target.variant == "cpu" or not _wants_cuda(target):
         builds = release.builds(target.platform)
@@ -323,7 +325,7 @@ def _choose(release: Release, target: InstallTarget) -> _Choice | str:
 
 def _choose_vendor(release: Release, target: InstallTarget) -> _Choice | str:
     """AMD first (ROCm builds), then Intel (the xpu build); see install/vendors.py."""
-    if target.gfx_targets:
+    if target.gfx_targets or target.amd_target_unknown:
         found = vendors.choose_rocm(release, target.platform, target.gfx_targets)
     else:
         found = vendors.choose_xpu(release, target.platform)

@@ -131,17 +131,42 @@ class GpuNote:
 
 @dataclass(frozen=True)
 class VendorGpuOption:
-    """--gpu gfx1100 (an AMD GPU by its gfx target) or --gpu xpu (an Intel GPU torch.xpu serves):
-    planned as a ROCm or XPU build when no NVIDIA GPU asks for CUDA."""
+    """--gpu gfx1100 (an AMD GPU by its gfx target) or --gpu xpu (an Intel GPU torch.xpu serves), or
+    their marketing names (--gpu "RX 7900 XTX", --gpu "Arc A770"): planned as a ROCm or XPU build when
+    no NVIDIA GPU asks for CUDA. An AMD name envdoctor has no gfx target for is planned with the
+    target unknown (`amd`, no `gfx`), with a note."""
 
     label: str
-    gfx: str | None = None  # None: the xpu keyword
+    gfx: str | None = None  # None: the xpu keyword or an Intel name, or an AMD GPU of unknown target
+    amd: bool = False  # an AMD GPU whose gfx target is unknown (gfx is None)
+    note: str | None = None
+
+    @property
+    def xpu(self) -> bool:
+        return self.gfx is None and not self.amd
+
+    @property
+    def shown(self) -> str:
+        """The value as given, with what it was read as when that is not the value itself."""
+        read_as = self.gfx or ("gfx target unknown" if self.amd else "xpu")
+        return self.label if self.label.lower() == read_as else f"{self.label} ({read_as})"
 
 
 _PCI_ID = re.compile(r"^(?:0x)?([0-9a-fA-F]{4}):(?:0x)?([0-9a-fA-F]{4})$")
 _PCI_VENDORS = {"10de": "NVIDIA", "1002": "AMD", "1022": "AMD", "8086": "Intel"}
 _OTHER_VENDOR = re.compile(r"\b(amd|ati|radeon|instinct|intel|arc|iris|uhd|apple)\b", re.IGNORECASE)
 _NVIDIA_WORDS = re.compile(r"\b(nvidia|geforce|rtx|gtx|quadro|tesla|titan)\b", re.IGNORECASE)
+_AMD_WORDS = re.compile(r"\b(amd|ati|radeon|instinct)\b|\brx\s?\d{3,4}\b", re.IGNORECASE)
+
+
+def _vendor_name(value: str) -> VendorGpuOption | None:
+    """An AMD or Intel GPU's marketing name: its gfx target (rocm.json) or the xpu build (xpu.json)."""
+    gfx = gpu_vendors.gfx_for_name(value)
+    if gfx is not None:
+        return VendorGpuOption(value, gfx)
+    if gpu_vendors.xpu_family_for_name(value) is not None:
+        return VendorGpuOption(value)
+    return None
 
 
 def parse_gpu_option(text: str) -> GpuSpec | GpuNote | VendorGpuOption:
@@ -155,9 +180,19 @@ def parse_gpu_option(text: str) -> GpuSpec | GpuNote | VendorGpuOption:
         return VendorGpuOption(value, value.lower())
     if value.lower() == "xpu":
         return VendorGpuOption(value)
+    nvidia_words = _NVIDIA_WORDS.search(value) is not None
+    other_vendor = not nvidia_words and (_OTHER_VENDOR.search(value) or _AMD_WORDS.search(value))
+    # A name that says AMD or Intel is looked up there first ("Arc Pro A40" is no NVIDIA A40); a bare
+    # model ("7900 XTX", "A770") only when no NVIDIA model has that name.
+    named = _vendor_name(value) if other_vendor else None
+    if named is not None:
+        return named
     found = parse_gpu(value)
     if found is not None:
         return found
+    named = _vendor_name(value) if not nvidia_words else None
+    if named is not None:
+        return named
     pci = _PCI_ID.match(value)
     if pci is not None:
         vendor = _PCI_VENDORS.get(pci.group(1).lower(), f"vendor {pci.group(1).lower()}")
@@ -171,7 +206,15 @@ def parse_gpu_option(text: str) -> GpuSpec | GpuNote | VendorGpuOption:
         return GpuNote(
             value, f"--gpu {value}: a PCI id of {vendor}, not NVIDIA: left out of a CUDA plan", False
         )
-    if _OTHER_VENDOR.search(value) and not _NVIDIA_WORDS.search(value):
+    if other_vendor and _AMD_WORDS.search(value):
+        return VendorGpuOption(
+            value,
+            amd=True,
+            note=f"--gpu {value}: an AMD GPU envdoctor has no gfx target for, so the plan is the newest "
+            "ROCm build, unchecked against it (give its gfx target instead, e.g. --gpu gfx1100; "
+            "rocminfo lists it)",
+        )
+    if other_vendor:
         return GpuNote(
             value,
             f"--gpu {value}: not an NVIDIA GPU, left out of the plan (CUDA builds serve NVIDIA GPUs; "

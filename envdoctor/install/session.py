@@ -170,6 +170,7 @@ def build(given: Given, host: Host) -> tuple[InstallTarget, tuple[Input, ...]]:
     gfx_targets, want_xpu, vendor_input = _vendor_gpus(vendor_given, detected, bool(given.gpus))
     if vendor_input is not None:
         inputs.append(vendor_input)
+    vendor_notes = _vendor_notes(vendor_given, nvidia_given)
 
     mirror, mirror_input = _mirror(mirror_given, detected, want_index)
     inputs += [
@@ -199,9 +200,10 @@ def build(given: Given, host: Host) -> tuple[InstallTarget, tuple[Input, ...]]:
         sources=detected.sources,
         installed_torch=detected.installed_torch,
         want_cuda=want_cuda,
-        notes=tuple(n.note for n in gpu_notes),
+        notes=tuple(n.note for n in gpu_notes) + vendor_notes,
         gfx_targets=gfx_targets,
         want_xpu=want_xpu,
+        amd_target_unknown=any(g.amd for g in vendor_given),
     )
     return target, tuple(inputs)
 
@@ -213,8 +215,8 @@ def _vendor_gpus(
     detected on this machine when no --gpu was given."""
     if given:
         gfx = tuple(dict.fromkeys(g.gfx for g in given if g.gfx))
-        xpu = any(g.gfx is None for g in given)
-        return gfx, xpu, Input("AMD/Intel GPUs", ", ".join(g.label for g in given), "given")
+        xpu = any(g.xpu for g in given)
+        return gfx, xpu, Input("AMD/Intel GPUs", ", ".join(g.shown for g in given), "given")
     found = detected.vendors
     if gpus_given or found is None or not found.gpus:
         return (), False, None
@@ -223,6 +225,18 @@ def _vendor_gpus(
     gfx = tuple(dict.fromkeys(g.gfx_target for g in discrete if g.gfx_target))
     xpu = bool(found.xpu_gpus)
     return gfx, xpu, Input("AMD/Intel GPUs", "; ".join(g.label for g in found.gpus), "detected")
+
+
+def _vendor_notes(given: tuple[VendorGpuOption, ...], nvidia_given: bool) -> tuple[str, ...]:
+    """What the plan says first of the AMD/Intel GPUs given: an AMD name of unknown gfx target, and
+    that one build serves one vendor, so beside an NVIDIA GPU the CUDA build leaves them out."""
+    if nvidia_given:
+        return tuple(
+            f"--gpu {g.label}: an {'Intel' if g.xpu else 'AMD'} GPU, left out of the plan (the build "
+            "serves the NVIDIA GPUs given; one torch build serves one vendor's GPUs)"
+            for g in given
+        )
+    return tuple(g.note for g in given if g.note)
 
 
 def _cuda_variants(variant: str | None) -> tuple[str, ...]:

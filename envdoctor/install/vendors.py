@@ -67,6 +67,12 @@ def choose_rocm(release: Release, platform: str, gfx_targets: tuple[str, ...]) -
     variants = rocm_variants(release, platform)
     if not variants:
         return f"torch {release.torch} has no ROCm build for {platform}"
+    if not gfx_targets:  # an AMD GPU whose gfx target is unknown (an unknown name): the newest build
+        return VendorChoice(
+            variants[0],
+            f"AMD GPU of unknown gfx target -> the newest ROCm build, {variants[0]}",
+            (f"whether {variants[0]}'s arch list includes this AMD GPU is not checked",),
+        )
     fallback: VendorChoice | None = None
     unknown: list[str] = []
     for variant in variants:

@@ -39,6 +39,7 @@ class XpuFamily:
     name: str
     ids: tuple[str, ...]  # "0x56a0", lower case
     provenance: Provenance
+    names: tuple[str, ...] = ()  # model names: "Arc A770"
 
 
 def gfx_from_version(value: int) -> str | None:
@@ -134,7 +135,36 @@ def gfx_examples(gfx: str) -> str | None:
     targets = _rocm()["targets"]
     assert isinstance(targets, dict)
     found = targets.get(gfx)
-    return str(found) if found else None
+    return str(found["shown"]) if found else None
+
+
+# Words a GPU's marketing name may carry or leave out ("AMD Radeon RX 7900 XTX" and "7900 XTX",
+# "Intel Arc A770 Graphics" and "A770"): names are compared without them.
+_NAME_NOISE = frozenset(
+    {"amd", "ati", "radeon", "rx", "pro", "instinct", "intel", "arc", "graphics", "gpu", "data", "center"}
+)
+
+
+def name_key(text: str) -> str:
+    """A GPU name as the tables compare it: lower case, without vendor and series words."""
+    return " ".join(w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _NAME_NOISE)
+
+
+@cache
+def _gfx_by_name() -> dict[str, str]:
+    targets = _rocm()["targets"]
+    assert isinstance(targets, dict)
+    return {name_key(n): gfx for gfx, row in targets.items() for n in row["names"]}
+
+
+def gfx_for_name(text: str) -> str | None:
+    """The gfx target of an AMD GPU's marketing name ("RX 7900 XTX" -> gfx1100), from rocm.json."""
+    key = name_key(text)
+    return _gfx_by_name().get(key) if key else None
+
+
+def amd_name_provenance() -> Provenance:
+    return provenance(_rocm(), "targets")
 
 
 def gfx_words(gfx: str) -> str:
@@ -152,9 +182,26 @@ def xpu_families() -> tuple[XpuFamily, ...]:
     rows = _xpu()["families"]
     assert isinstance(rows, list)
     return tuple(
-        XpuFamily(name=row["name"], ids=tuple(i.lower() for i in row["ids"]), provenance=provenance(row))
+        XpuFamily(
+            name=row["name"],
+            ids=tuple(i.lower() for i in row["ids"]),
+            provenance=provenance(row),
+            names=tuple(row.get("names", ())),
+        )
         for row in rows
     )
+
+
+def xpu_family_for_name(text: str) -> XpuFamily | None:
+    """The XPU-capable family of an Intel GPU's model name ("Arc A770" -> Alchemist), from xpu.json."""
+    key = name_key(text)
+    if not key:
+        return None
+    return next((f for f in xpu_families() if key in {name_key(n) for n in f.names}), None)
+
+
+def xpu_name_provenance() -> Provenance:
+    return provenance(_xpu(), "names")
 
 
 def xpu_family(device_id: str) -> XpuFamily | None:
