@@ -89,6 +89,10 @@ def test_a_mismatch_in_a_container_is_the_image_not_a_reboot() -> None:
     found = findings(access, mismatch, torch())
     assert found["ED103"].folded_under == "ED112" and found["ED103"].fixes == ()
     assert "sudo reboot" not in commands(found["ED112"]) and "535.183.01" in found["ED112"].detail
+    # A snapshot from before the gpu_access probe: the system line's container is enough.
+    docker = SystemFacts(os="linux", os_release="6.8", os_version="#1", machine="x86_64", container="docker")
+    older = findings(docker, mismatch, torch())
+    assert older["ED103"].folded_under == "ED112" and "system.container = docker" in older["ED112"].evidence
     # Outside a container the mismatch is a pending reboot, as before.
     plain = findings(GpuAccessFacts(device_files=DEVICES), mismatch, torch())
     assert "ED112" not in plain and commands(plain["ED103"]) == ["sudo reboot"]

@@ -9,6 +9,7 @@ from envdoctor.knowledge import gpu_access as table
 from envdoctor.model import Severity
 from envdoctor.probes.gpu_access import GpuAccessFacts
 from envdoctor.probes.nvml import NvmlFacts, NvmlStatus
+from envdoctor.probes.system import SystemFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 
@@ -82,7 +83,7 @@ def container_without_gpu_access(ctx: RuleContext) -> Iterator[Hit]:
     name="driver-inside-container",
     severity=Severity.ERROR,
     summary="NVML in a container reports a driver/library version mismatch: the image carries its own driver",
-    needs=(GpuAccessFacts, NvmlFacts),
+    needs=(NvmlFacts,),
     doc=RuleDoc(
         what="NVML's 'Driver/library version mismatch' inside a container, with the host kernel "
         "module's version from /proc/driver/nvidia/version where it can be read.",
@@ -96,17 +97,23 @@ def container_without_gpu_access(ctx: RuleContext) -> Iterator[Hit]:
     ),
 )
 def driver_inside_container(ctx: RuleContext) -> Iterator[Hit]:
-    access = ctx.need(GpuAccessFacts)
     nvml = ctx.need(NvmlFacts)
-    if access.container is None or nvml.status != NvmlStatus.VERSION_MISMATCH:
+    # The container from the GPU-access facts, else from the system line (older snapshots).
+    access = ctx.get(GpuAccessFacts) or GpuAccessFacts()
+    system = ctx.get(SystemFacts)
+    container = access.container or (system.container if system is not None else None)
+    if container is None or nvml.status != NvmlStatus.VERSION_MISMATCH:
         return
-    evidence = [*access.container_evidence, "nvml.status = version_mismatch"]
+    evidence = [
+        *(access.container_evidence or (f"system.container = {container}",)),
+        "nvml.status = version_mismatch",
+    ]
     host_module = ""
     if access.proc_driver:
         evidence.append(f"/proc/driver/nvidia/version: {access.proc_driver}")
         host_module = f" The host's kernel module says: {access.proc_driver}."
     yield Hit(
-        title=f"the {access.container} image carries its own NVIDIA driver, which does not match the host's",
+        title=f"the {container} image carries its own NVIDIA driver, which does not match the host's",
         detail=f"NVML said: {nvml.error}. In a container the kernel module is the host's; the "
         f"driver libraries the image installed are another version.{host_module} Rebooting does "
         "not change the image: remove the driver from it.",
