@@ -60,7 +60,7 @@ def commands(finding: Finding) -> list[str]:
 def test_a_gpu_less_container_with_cuda_torch_says_how_to_pass_the_gpu() -> None:
     access = GpuAccessFacts(container="kubernetes", container_evidence=("$KUBERNETES_SERVICE_HOST is set",))
     found = findings(access, NO_DRIVER, torch())
-    assert found["ED111"].severity.value == "warning"
+    assert found["ED111"].severity.value == "error"
     assert "nvidia.com/gpu" in found["ED111"].fixes[0].summary  # the runtime's own way
     assert found["ED104"].folded_under == "ED111"  # not "no NVIDIA GPU / ok" on its own
 
@@ -72,10 +72,12 @@ def test_an_unknown_runtime_gets_every_way_and_a_cpu_container_gets_none() -> No
         c for fix in fixes for c in fix.commands
     }
     assert "ED111" not in findings(access, NO_DRIVER, torch(cuda=None))  # CPU torch, nothing asked
+    # CUDA base images set NVIDIA_VISIBLE_DEVICES=all: with a CPU build that asks nothing of a GPU.
     asked = GpuAccessFacts(container="docker", nvidia_visible_devices="all")
-    assert "NVIDIA_VISIBLE_DEVICES='all'" in findings(asked, NO_DRIVER, torch(cuda=None))["ED111"].detail
+    assert "ED111" not in findings(asked, NO_DRIVER, torch(cuda=None))
+    assert "NVIDIA_VISIBLE_DEVICES='all'" in findings(asked, NO_DRIVER, torch())["ED111"].detail
     void = GpuAccessFacts(container="docker", nvidia_visible_devices="void")
-    assert "ED111" not in findings(void, NO_DRIVER, torch(cuda=None))
+    assert "is unset" not in findings(void, NO_DRIVER, torch())["ED111"].detail
 
 
 def test_a_container_with_device_files_is_not_told_it_has_none() -> None:

@@ -23,14 +23,14 @@ def cuda_torch(ctx: RuleContext) -> TorchFacts | None:
 @rule(
     code="ED111",
     name="container-without-gpu-access",
-    severity=Severity.WARNING,
+    severity=Severity.ERROR,
     summary="a container started without the GPU: no NVIDIA device files and no driver library",
     needs=(GpuAccessFacts, NvmlFacts),
     doc=RuleDoc(
         what="Whether this process runs in a container (/.dockerenv, /run/.containerenv, "
         "$KUBERNETES_SERVICE_HOST, cgroup or mount markers) that has no /dev/nvidia* device "
-        "files and no NVML library, while a CUDA build of torch is installed or the image asks "
-        "for GPUs through NVIDIA_VISIBLE_DEVICES.",
+        "files and no NVML library, while a CUDA build of torch is installed (NVIDIA_VISIBLE_DEVICES "
+        "tells whether the image asked for GPUs).",
         why="Inside a container 'no NVIDIA GPU' usually means the GPU was not passed in: the "
         "host's driver and devices reach a container only through the NVIDIA Container Toolkit "
         "(docker --gpus, podman CDI devices, the Kubernetes nvidia.com/gpu resource).",
@@ -49,10 +49,10 @@ def container_without_gpu_access(ctx: RuleContext) -> Iterator[Hit]:
     if nvml.status not in (NvmlStatus.LIBRARY_NOT_FOUND, NvmlStatus.PYNVML_MISSING):
         return
     torch = cuda_torch(ctx)
+    if torch is None:
+        return  # a CPU build in a container (CUDA base images ask for GPUs by default) is fine
     requested = access.nvidia_visible_devices
     asked = not table.visible_devices_none(requested)
-    if torch is None and not asked:
-        return  # a CPU container that never asked for a GPU is as it should be
     evidence = [*access.container_evidence, "no /dev/nvidia* device files", f"nvml.status = {nvml.status}"]
     if asked:
         evidence.append(f"NVIDIA_VISIBLE_DEVICES={requested!r}")
@@ -60,19 +60,21 @@ def container_without_gpu_access(ctx: RuleContext) -> Iterator[Hit]:
             f"The image asks for GPUs (NVIDIA_VISIBLE_DEVICES={requested!r}), but no NVIDIA runtime "
             "passed them in: the container was started without --gpus or the host lacks the toolkit."
         )
-    else:
+    elif requested is None:
         evidence.append("NVIDIA_VISIBLE_DEVICES is unset")
         why = "NVIDIA_VISIBLE_DEVICES is unset: nothing asked the container runtime for a GPU."
-    if torch is not None:
-        evidence.append(f"torch.version.cuda = {torch.cuda}")
+    else:
+        evidence.append(f"NVIDIA_VISIBLE_DEVICES={requested!r}")
+        why = f"NVIDIA_VISIBLE_DEVICES={requested!r} asks the container runtime for no GPU."
+    evidence.append(f"torch.version.cuda = {torch.cuda}")
     pci = nvml.pci_nvidia_devices
     seen = f" The host's PCI bus shows {len(pci)} NVIDIA GPU(s)." if pci else ""
-    build = f"torch {torch.version} is a CUDA {torch.cuda} build, but " if torch is not None else ""
     yield Hit(
         title=f"this {access.container} container has no access to an NVIDIA GPU",
-        detail=f"{build}this {access.container} container has no /dev/nvidia* device files and no "
-        f"NVIDIA driver library, so CUDA cannot run here and torch falls back to the CPU. {why}{seen} "
-        "The driver belongs on the host, not in the image.",
+        detail=f"torch {torch.version} is a CUDA {torch.cuda} build, but this {access.container} "
+        "container has no /dev/nvidia* device files and no NVIDIA driver library, so CUDA cannot "
+        f"run here and torch falls back to the CPU. {why}{seen} The driver belongs on the host, "
+        "not in the image.",
         evidence=tuple(evidence),
         fixes=table.gpu_access_fixes(access.container),
     )
