@@ -1,4 +1,4 @@
-"""ED111-ED119 on facts: the boundaries the fixtures do not pin down, and the folds under them."""
+"""ED121-ED129 on facts: the boundaries the fixtures do not pin down, and the folds under them."""
 
 from __future__ import annotations
 
@@ -60,44 +60,44 @@ def commands(finding: Finding) -> list[str]:
 def test_a_gpu_less_container_with_cuda_torch_says_how_to_pass_the_gpu() -> None:
     access = GpuAccessFacts(container="kubernetes", container_evidence=("$KUBERNETES_SERVICE_HOST is set",))
     found = findings(access, NO_DRIVER, torch())
-    assert found["ED111"].severity.value == "error"
-    assert "nvidia.com/gpu" in found["ED111"].fixes[0].summary  # the runtime's own way
-    assert found["ED104"].folded_under == "ED111"  # not "no NVIDIA GPU / ok" on its own
+    assert found["ED121"].severity.value == "error"
+    assert "nvidia.com/gpu" in found["ED121"].fixes[0].summary  # the runtime's own way
+    assert found["ED104"].folded_under == "ED121"  # not "no NVIDIA GPU / ok" on its own
 
 
 def test_an_unknown_runtime_gets_every_way_and_a_cpu_container_gets_none() -> None:
     access = GpuAccessFacts(container="lxc")
-    fixes = findings(access, NO_DRIVER, torch())["ED111"].fixes
+    fixes = findings(access, NO_DRIVER, torch())["ED121"].fixes
     assert {"docker run --gpus all IMAGE", "podman run --device nvidia.com/gpu=all IMAGE"} <= {
         c for fix in fixes for c in fix.commands
     }
-    assert "ED111" not in findings(access, NO_DRIVER, torch(cuda=None))  # CPU torch, nothing asked
+    assert "ED121" not in findings(access, NO_DRIVER, torch(cuda=None))  # CPU torch, nothing asked
     # CUDA base images set NVIDIA_VISIBLE_DEVICES=all: with a CPU build that asks nothing of a GPU.
     asked = GpuAccessFacts(container="docker", nvidia_visible_devices="all")
-    assert "ED111" not in findings(asked, NO_DRIVER, torch(cuda=None))
-    assert "NVIDIA_VISIBLE_DEVICES='all'" in findings(asked, NO_DRIVER, torch())["ED111"].detail
+    assert "ED121" not in findings(asked, NO_DRIVER, torch(cuda=None))
+    assert "NVIDIA_VISIBLE_DEVICES='all'" in findings(asked, NO_DRIVER, torch())["ED121"].detail
     void = GpuAccessFacts(container="docker", nvidia_visible_devices="void")
-    assert "is unset" not in findings(void, NO_DRIVER, torch())["ED111"].detail
+    assert "is unset" not in findings(void, NO_DRIVER, torch())["ED121"].detail
 
 
 def test_a_container_with_device_files_is_not_told_it_has_none() -> None:
     access = GpuAccessFacts(container="docker", device_files=DEVICES)
-    assert "ED111" not in findings(access, NO_DRIVER, torch())
+    assert "ED121" not in findings(access, NO_DRIVER, torch())
 
 
 def test_a_mismatch_in_a_container_is_the_image_not_a_reboot() -> None:
     mismatch = NvmlFacts(status=NvmlStatus.VERSION_MISMATCH, error="Driver/library version mismatch")
     access = GpuAccessFacts(container="docker", device_files=DEVICES, proc_driver="NVRM version: 535.183.01")
     found = findings(access, mismatch, torch())
-    assert found["ED103"].folded_under == "ED112" and found["ED103"].fixes == ()
-    assert "sudo reboot" not in commands(found["ED112"]) and "535.183.01" in found["ED112"].detail
+    assert found["ED103"].folded_under == "ED122" and found["ED103"].fixes == ()
+    assert "sudo reboot" not in commands(found["ED122"]) and "535.183.01" in found["ED122"].detail
     # A snapshot from before the gpu_access probe: the system line's container is enough.
     docker = SystemFacts(os="linux", os_release="6.8", os_version="#1", machine="x86_64", container="docker")
     older = findings(docker, mismatch, torch())
-    assert older["ED103"].folded_under == "ED112" and "system.container = docker" in older["ED112"].evidence
+    assert older["ED103"].folded_under == "ED122" and "system.container = docker" in older["ED122"].evidence
     # Outside a container the mismatch is a pending reboot, as before.
     plain = findings(GpuAccessFacts(device_files=DEVICES), mismatch, torch())
-    assert "ED112" not in plain and commands(plain["ED103"]) == ["sudo reboot"]
+    assert "ED122" not in plain and commands(plain["ED103"]) == ["sudo reboot"]
 
 
 # -- WSL ---------------------------------------------------------------------------------------------
@@ -105,8 +105,8 @@ def test_a_mismatch_in_a_container_is_the_image_not_a_reboot() -> None:
 
 def test_wsl1_is_told_to_convert_unless_torch_is_a_cpu_build() -> None:
     found = findings(GpuAccessFacts(wsl=1), NO_DRIVER, torch())
-    assert commands(found["ED113"]) == ["wsl --set-version <distro> 2"]
-    assert "ED113" not in findings(GpuAccessFacts(wsl=1), NO_DRIVER, torch(cuda=None))
+    assert commands(found["ED123"]) == ["wsl --set-version <distro> 2"]
+    assert "ED123" not in findings(GpuAccessFacts(wsl=1), NO_DRIVER, torch(cuda=None))
 
 
 def test_the_driver_fix_on_wsl_is_the_windows_driver() -> None:
@@ -120,7 +120,7 @@ def test_the_driver_fix_on_wsl_is_the_windows_driver() -> None:
 
 def test_a_wsl2_without_linux_driver_files_is_fine() -> None:
     access = GpuAccessFacts(wsl=2, wsl_libcuda=True, device_files=("/dev/dxg",))
-    assert not {"ED113", "ED114"} & set(findings(access, WORKING, torch(True)))
+    assert not {"ED123", "ED124"} & set(findings(access, WORKING, torch(True)))
 
 
 def test_a_wsl2_without_the_windows_libcuda_says_to_update_windows_too() -> None:
@@ -128,8 +128,8 @@ def test_a_wsl2_without_the_windows_libcuda_says_to_update_windows_too() -> None
     found = findings(
         access, NvmlFacts(status=NvmlStatus.DRIVER_NOT_LOADED, error="Driver Not Loaded"), torch()
     )
-    assert "update the Windows driver" in found["ED114"].detail
-    assert found["ED103"].folded_under == "ED114"
+    assert "update the Windows driver" in found["ED124"].detail
+    assert found["ED103"].folded_under == "ED124"
 
 
 # -- device and module state --------------------------------------------------------------------------
@@ -143,23 +143,23 @@ def _smoke_init_error(message: str) -> SmokeFacts:
 
 def test_unknown_error_from_the_warning_or_the_smoke_test() -> None:
     found = findings(GpuAccessFacts(device_files=DEVICES), WORKING, torch(warnings=(UNKNOWN,)))
-    assert commands(found["ED115"]) == ["sudo rmmod nvidia_uvm && sudo modprobe nvidia_uvm"]
-    assert found["ED203"].folded_under == "ED115"
+    assert commands(found["ED125"]) == ["sudo rmmod nvidia_uvm && sudo modprobe nvidia_uvm"]
+    assert found["ED203"].folded_under == "ED125"
     smoke = _smoke_init_error(
         "CUDA error: unknown error\nCUDA kernel errors might be asynchronously reported"
     )
     later = findings(WORKING, torch(True, smoke=smoke))  # no gpu_access facts: an older snapshot
-    assert "ED115" in later and later["ED302"].folded_under == "ED115"
+    assert "ED125" in later and later["ED302"].folded_under == "ED125"
 
 
 def test_a_missing_uvm_device_matters_only_when_cuda_failed() -> None:
     gap = GpuAccessFacts(device_files=("/dev/nvidiactl", "/dev/nvidia0"), modules=("nvidia",))
     # CUDA creates /dev/nvidia-uvm on first use (nvidia-modprobe): a working torch means no problem.
-    assert "ED116" not in findings(gap, WORKING, torch(True))
+    assert "ED126" not in findings(gap, WORKING, torch(True))
     found = findings(gap, WORKING, torch(warnings=(UNKNOWN,)))
-    assert "not loaded" in found["ED116"].detail
-    assert found["ED115"].folded_under == "ED116" and found["ED203"].folded_under == "ED116"
-    assert "ED116" not in findings(GpuAccessFacts(wsl=2, device_files=("/dev/nvidiactl",)), WORKING, torch())
+    assert "not loaded" in found["ED126"].detail
+    assert found["ED125"].folded_under == "ED126" and found["ED203"].folded_under == "ED126"
+    assert "ED126" not in findings(GpuAccessFacts(wsl=2, device_files=("/dev/nvidiactl",)), WORKING, torch())
 
 
 def _state(**kw: object) -> GpuState:
@@ -171,35 +171,35 @@ def test_exclusive_mode_needs_torch_to_have_failed() -> None:
         device_files=DEVICES, gpu_states=(_state(compute_mode="exclusive_process", processes=(9,)),)
     )
     # torch's own child may be the process holding it: a working torch is no finding.
-    assert "ED117" not in findings(held, WORKING, torch(True))
+    assert "ED127" not in findings(held, WORKING, torch(True))
     found = findings(held, WORKING, torch())
-    assert "held by PID 9" in found["ED117"].title
-    assert "sudo nvidia-smi -i 0 -c DEFAULT" in commands(found["ED117"])
+    assert "held by PID 9" in found["ED127"].title
+    assert "sudo nvidia-smi -i 0 -c DEFAULT" in commands(found["ED127"])
     free = GpuAccessFacts(gpu_states=(_state(compute_mode="exclusive_process", processes=()),))
-    assert "ED117" not in findings(free, WORKING, torch())
+    assert "ED127" not in findings(free, WORKING, torch())
     prohibited = GpuAccessFacts(gpu_states=(_state(compute_mode="prohibited", processes=()),))
-    assert "prohibited" in findings(prohibited, WORKING, torch())["ED117"].title
+    assert "prohibited" in findings(prohibited, WORKING, torch())["ED127"].title
 
 
 def test_mig_with_instances_names_one_in_cuda_visible_devices() -> None:
     mig = _state(compute_mode="default", mig_current=True, mig_pending=True, mig_devices=("MIG-aa", "MIG-bb"))
     found = findings(GpuAccessFacts(gpu_states=(mig,)), WORKING, torch(cuda_visible_devices="0"))
-    assert commands(found["ED118"]) == ["export CUDA_VISIBLE_DEVICES=MIG-aa"]
+    assert commands(found["ED128"]) == ["export CUDA_VISIBLE_DEVICES=MIG-aa"]
     named = findings(GpuAccessFacts(gpu_states=(mig,)), WORKING, torch(cuda_visible_devices="MIG-aa"))
-    assert "ED118" not in named
-    assert "ED118" not in findings(GpuAccessFacts(gpu_states=(mig,)), WORKING, torch(True))
+    assert "ED128" not in named
+    assert "ED128" not in findings(GpuAccessFacts(gpu_states=(mig,)), WORKING, torch(True))
 
 
 def test_pending_reset_states_and_a_failed_remap() -> None:
     pending = _state(retired_pages_pending=True, mig_current=False, mig_pending=True)
     found = findings(GpuAccessFacts(gpu_states=(pending,)), WORKING, torch(True))
-    assert "retired memory pages are pending" in found["ED119"].detail
-    assert "MIG mode changes to on" in found["ED119"].detail
+    assert "retired memory pages are pending" in found["ED129"].detail
+    assert "MIG mode changes to on" in found["ED129"].detail
     failed = _state(remapped_rows_pending=False, remapped_rows_failed=True)
     assert (
         "hardware fault"
-        in findings(GpuAccessFacts(gpu_states=(failed,)), WORKING, torch(True))["ED119"].detail
+        in findings(GpuAccessFacts(gpu_states=(failed,)), WORKING, torch(True))["ED129"].detail
     )
     # NotSupported answers are None: nothing pending is claimed.
     unknown = _state(unsupported=("nvmlDeviceGetRemappedRows",))
-    assert "ED119" not in findings(GpuAccessFacts(gpu_states=(unknown,)), WORKING, torch(True))
+    assert "ED129" not in findings(GpuAccessFacts(gpu_states=(unknown,)), WORKING, torch(True))

@@ -21,7 +21,7 @@ def cuda_torch(ctx: RuleContext) -> TorchFacts | None:
 
 
 @rule(
-    code="ED111",
+    code="ED121",
     name="container-without-gpu-access",
     severity=Severity.ERROR,
     summary="a container started without the GPU: no NVIDIA device files and no driver library",
@@ -81,7 +81,7 @@ def container_without_gpu_access(ctx: RuleContext) -> Iterator[Hit]:
 
 
 @rule(
-    code="ED112",
+    code="ED122",
     name="driver-inside-container",
     severity=Severity.ERROR,
     summary="NVML in a container reports a driver/library version mismatch: the image carries its own driver",
@@ -125,7 +125,7 @@ def driver_inside_container(ctx: RuleContext) -> Iterator[Hit]:
 
 
 @rule(
-    code="ED113",
+    code="ED123",
     name="wsl1-has-no-gpu",
     severity=Severity.WARNING,
     summary="WSL 1 has no GPU support; CUDA needs the distribution converted to WSL 2",
@@ -156,7 +156,7 @@ def wsl1_has_no_gpu(ctx: RuleContext) -> Iterator[Hit]:
 
 
 @rule(
-    code="ED114",
+    code="ED124",
     name="linux-driver-inside-wsl",
     severity=Severity.ERROR,
     summary="a Linux NVIDIA driver or libcuda is installed inside WSL 2 and shadows the Windows driver",

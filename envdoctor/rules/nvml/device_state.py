@@ -42,12 +42,12 @@ def cuda_failed(torch: TorchFacts) -> bool:
 
 
 @rule(
-    code="ED115",
+    code="ED125",
     name="cuda-unknown-error-at-init",
     severity=Severity.ERROR,
     summary="CUDA failed to start with 'unknown error' (cudaErrorUnknown): reload nvidia_uvm",
     needs=(TorchFacts,),
-    consequence_of=("ED116", "ED111"),
+    consequence_of=("ED126", "ED121"),
     doc=RuleDoc(
         what="torch's warnings and errors, and the smoke test's, for CUDA's 'unknown error' "
         "(cudaErrorUnknown, CUDA_ERROR_UNKNOWN) while initialising.",
@@ -86,7 +86,7 @@ def cuda_unknown_error_at_init(ctx: RuleContext) -> Iterator[Hit]:
 
 
 @rule(
-    code="ED116",
+    code="ED126",
     name="nvidia-uvm-device-missing",
     severity=Severity.ERROR,
     summary="/dev/nvidia-uvm is missing, so CUDA cannot start although the driver is loaded",
@@ -135,7 +135,7 @@ def _held(state: GpuState) -> bool:
 
 
 @rule(
-    code="ED117",
+    code="ED127",
     name="gpu-held-in-exclusive-mode",
     severity=Severity.ERROR,
     summary="the GPU is in exclusive-process mode and another process holds it (or compute is prohibited)",
@@ -198,7 +198,7 @@ def gpu_held_in_exclusive_mode(ctx: RuleContext) -> Iterator[Hit]:
 
 
 @rule(
-    code="ED118",
+    code="ED128",
     name="mig-without-visible-instance",
     severity=Severity.ERROR,
     summary="MIG is enabled but this process can see no MIG instance",
@@ -267,7 +267,7 @@ def mig_without_visible_instance(ctx: RuleContext) -> Iterator[Hit]:
 
 
 @rule(
-    code="ED119",
+    code="ED129",
     name="gpu-reset-pending",
     severity=Severity.WARNING,
     summary="retired pages, remapped rows or a MIG mode change wait for a GPU reset or reboot",

@@ -190,7 +190,7 @@ _BROKEN_DRIVER = {
     severity=Severity.ERROR,
     summary="an NVIDIA GPU is present but the driver is missing, not loaded or mismatched",
     needs=(NvmlFacts,),
-    consequence_of=("ED111", "ED112", "ED114"),  # container, image driver, Linux driver in WSL
+    consequence_of=("ED121", "ED122", "ED124"),  # container, image driver, Linux driver in WSL
     doc=RuleDoc(
         what="NVML's status: library not found while an NVIDIA display controller is on the "
         "PCI bus, driver not loaded, driver/library version mismatch, or no permission.",
@@ -240,7 +240,7 @@ def gpu_without_working_driver(ctx: RuleContext) -> Iterator[Hit]:
     severity=Severity.INFO,
     summary="no NVIDIA GPU or driver was found; torch runs on the CPU",
     needs=(NvmlFacts,),
-    consequence_of=("ED111", "ED113", "ED114"),  # a container without the GPU, WSL 1, WSL 2 broken
+    consequence_of=("ED121", "ED123", "ED124"),  # a container without the GPU, WSL 1, WSL 2 broken
     doc=RuleDoc(
         what="Whether the machine has no NVIDIA driver and no NVIDIA GPU on the PCI bus.",
         why="Says plainly that CPU-only is the expected state here, so nobody chases a GPU "

@@ -350,7 +350,7 @@ def _step_story(step: SmokeStep) -> str:
     severity=Severity.ERROR,
     summary="a smoke-test step (matmul, autograd, fp16/bf16, conv) failed or computed wrong numbers",
     needs=(TorchFacts,),
-    consequence_of=("ED115", "ED117"),  # CUDA's unknown error at start, a GPU held in exclusive mode
+    consequence_of=("ED125", "ED127"),  # CUDA's unknown error at start, a GPU held in exclusive mode
     doc=RuleDoc(
         what="The smoke test's steps on every device: a first kernel, a matmul against a CPU "
         "reference, autograd against the analytic gradient, fp16/bf16 matmuls, a conv2d against "
