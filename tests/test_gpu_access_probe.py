@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import runpy
 import sys
 import types
@@ -17,6 +18,7 @@ import pytest
 
 from envdoctor.host.base import ChildOutcome
 from envdoctor.host.fake import FakeHost
+from envdoctor.knowledge.gpu_access import nvml_functions
 from envdoctor.model import PlatformInfo
 from envdoctor.probes import gpu_access, system
 from envdoctor.probes.base import NotApplicable
@@ -271,3 +273,12 @@ def test_the_child_without_a_driver_says_so(monkeypatch: pytest.MonkeyPatch) -> 
 
     record = _run_child(_fake_pynvml(nvmlInit=no_driver), monkeypatch)
     assert record["status"] == "error" and "NVML error 9" in record["error"]
+
+
+def test_every_state_query_the_child_makes_is_documented_in_the_knowledge_table() -> None:
+    """gpu_access.json says what each NVML state query reports and where NVIDIA documents it."""
+    source = CHILD.read_text(encoding="utf-8")
+    asked = set(re.findall(r'ask\("(nvmlDevice\w+)"', source))
+    plumbing = {"nvmlDeviceGetHandleByIndex", "nvmlDeviceGetUUID", "nvmlDeviceGetMaxMigDeviceCount"}
+    assert asked - plumbing == set(nvml_functions()) - {"nvmlDeviceGetMigDeviceHandleByIndex"}
+    assert "nvmlDeviceGetMigDeviceHandleByIndex" in source

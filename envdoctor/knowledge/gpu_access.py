@@ -8,7 +8,6 @@ from functools import cache
 from typing import Any
 
 from envdoctor.knowledge import load_table
-from envdoctor.knowledge.provenance import Provenance, provenance
 from envdoctor.model import Fix
 
 _TABLE = "gpu_access.json"
@@ -71,11 +70,6 @@ def gpu_access_fixes(kind: str | None) -> tuple[Fix, ...]:
     rows = _containers()["gpu_access"]
     mine = [row for row in rows if row["kind"] == kind]
     return tuple(_fix(row) for row in (mine or rows))
-
-
-def gpu_access_provenance(kind: str | None) -> Provenance:
-    rows = [row for row in _containers()["gpu_access"] if row["kind"] == kind]
-    return provenance(rows[0] if rows else _table())
 
 
 def visible_devices_env() -> str:
