@@ -23,7 +23,7 @@ def cuda_torch(ctx: RuleContext) -> TorchFacts | None:
 @rule(
     code="ED121",
     name="container-without-gpu-access",
-    severity=Severity.ERROR,
+    severity=Severity.WARNING,
     summary="a container started without the GPU: no NVIDIA device files and no driver library",
     needs=(GpuAccessFacts, NvmlFacts),
     doc=RuleDoc(
@@ -31,9 +31,11 @@ def cuda_torch(ctx: RuleContext) -> TorchFacts | None:
         "$KUBERNETES_SERVICE_HOST, cgroup or mount markers) that has no /dev/nvidia* device "
         "files and no NVML library, while a CUDA build of torch is installed (NVIDIA_VISIBLE_DEVICES "
         "tells whether the image asked for GPUs).",
-        why="Inside a container 'no NVIDIA GPU' usually means the GPU was not passed in: the "
+        why="Inside a container 'no NVIDIA GPU' often means the GPU was not passed in: the "
         "host's driver and devices reach a container only through the NVIDIA Container Toolkit "
-        "(docker --gpus, podman CDI devices, the Kubernetes nvidia.com/gpu resource).",
+        "(docker --gpus, podman CDI devices, the Kubernetes nvidia.com/gpu resource). A warning, as a "
+        "CI container may mean to run a CUDA build on the CPU; where the host's GPU shows on the PCI "
+        "bus, ED103 says it as an error with the same fixes.",
         fix="Start the container with the GPU passed in (docker run --gpus all, podman --device "
         "nvidia.com/gpu=all, or a nvidia.com/gpu limit in the pod spec) on a host with the NVIDIA "
         "Container Toolkit.",
@@ -48,6 +50,8 @@ def container_without_gpu_access(ctx: RuleContext) -> Iterator[Hit]:
         return
     if nvml.status not in (NvmlStatus.LIBRARY_NOT_FOUND, NvmlStatus.PYNVML_MISSING):
         return
+    if nvml.pci_nvidia_devices:
+        return  # the host's GPU shows on the PCI bus: ED103 says it, as an error, with these fixes
     torch = cuda_torch(ctx)
     if torch is None:
         return  # a CPU build in a container (CUDA base images ask for GPUs by default) is fine
@@ -67,13 +71,11 @@ def container_without_gpu_access(ctx: RuleContext) -> Iterator[Hit]:
         evidence.append(f"NVIDIA_VISIBLE_DEVICES={requested!r}")
         why = f"NVIDIA_VISIBLE_DEVICES={requested!r} asks the container runtime for no GPU."
     evidence.append(f"torch.version.cuda = {torch.cuda}")
-    pci = nvml.pci_nvidia_devices
-    seen = f" The host's PCI bus shows {len(pci)} NVIDIA GPU(s)." if pci else ""
     yield Hit(
         title=f"this {access.container} container has no access to an NVIDIA GPU",
         detail=f"torch {torch.version} is a CUDA {torch.cuda} build, but this {access.container} "
         "container has no /dev/nvidia* device files and no NVIDIA driver library, so CUDA cannot "
-        f"run here and torch falls back to the CPU. {why}{seen} The driver belongs on the host, "
+        f"run here and torch falls back to the CPU. {why} The driver belongs on the host, "
         "not in the image.",
         evidence=tuple(evidence),
         fixes=table.gpu_access_fixes(access.container),

@@ -47,7 +47,7 @@ def cuda_failed(torch: TorchFacts) -> bool:
     severity=Severity.ERROR,
     summary="CUDA failed to start with 'unknown error' (cudaErrorUnknown): reload nvidia_uvm",
     needs=(TorchFacts,),
-    consequence_of=("ED126", "ED121"),
+    consequence_of=("ED126",),
     doc=RuleDoc(
         what="torch's warnings and errors, and the smoke test's, for CUDA's 'unknown error' "
         "(cudaErrorUnknown, CUDA_ERROR_UNKNOWN) while initialising.",

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from packaging.version import Version
 
 from envdoctor import knowledge
-from envdoctor.knowledge import parse_driver
+from envdoctor.knowledge import gpu_access, parse_driver
 from envdoctor.knowledge.drivers import DriverKind, driver_support
 from envdoctor.model import Fix, Severity
 from envdoctor.probes.nvml import NvmlFacts, NvmlStatus
@@ -190,7 +190,7 @@ _BROKEN_DRIVER = {
     severity=Severity.ERROR,
     summary="an NVIDIA GPU is present but the driver is missing, not loaded or mismatched",
     needs=(NvmlFacts,),
-    consequence_of=("ED121", "ED122", "ED124"),  # container, image driver, Linux driver in WSL
+    consequence_of=("ED122", "ED124"),  # a driver inside the image, a Linux driver inside WSL
     doc=RuleDoc(
         what="NVML's status: library not found while an NVIDIA display controller is on the "
         "PCI bus, driver not loaded, driver/library version mismatch, or no permission.",
@@ -221,16 +221,19 @@ def gpu_without_working_driver(ctx: RuleContext) -> Iterator[Hit]:
             f"({', '.join(nvml.pci_nvidia_devices)}), but the driver library (libnvidia-ml) cannot "
             "be loaded, so no program can use them."
         )
+        fixes: tuple[Fix, ...] = (driver_fix(ctx),)
         if system is not None and system.container:
             detail += (
                 f" Inside a {system.container} container the host's driver must be passed in "
                 "(docker run --gpus all with the NVIDIA Container Toolkit)."
             )
+            # Not a driver install inside the container: the runtime's way to pass the GPU in.
+            fixes = gpu_access.gpu_access_fixes(system.container)
         yield Hit(
             title="an NVIDIA GPU is present but no NVIDIA driver works",
             detail=detail,
             evidence=("nvml.status = library_not_found", "nvml.pci_nvidia_devices"),
-            fixes=(driver_fix(ctx),),
+            fixes=fixes,
         )
 
 
