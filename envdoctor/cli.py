@@ -87,6 +87,9 @@ def _warm_renderer(fmt: Enum) -> None:
     importlib.import_module("envdoctor.rules")
 
 
+OFFLINE_HELP = "Ask nothing of the network: no check that an index answers (also ENVDOCTOR_OFFLINE=1)."
+
+
 def _live_report_inputs(
     python: str | None,
     timeout: float,
@@ -230,13 +233,14 @@ def snapshot(
     smoke_size: Optional[int] = typer.Option(
         None, "--smoke-size", metavar="N", help="Smoke-test matrix size (see `check --help`)."
     ),
+    offline: bool = typer.Option(False, "--offline", help=OFFLINE_HELP),
 ) -> None:
     from envdoctor.snapshot import Snapshot, dumps
 
     _check_timeout(timeout)
     _check_smoke_size(smoke_size)
     platform, interpreter, probes = _live_report_inputs(
-        python, timeout, smoke=not no_smoke, smoke_size=smoke_size, details=True
+        python, timeout, smoke=not no_smoke, smoke_size=smoke_size, offline=offline, details=True
     )
     text = dumps(Snapshot(platform, interpreter, probes, description=description))
     _write(text, output)
@@ -257,6 +261,7 @@ def bug_report(
     from_snapshot: Optional[str] = typer.Option(None, "--from", help="Report on a snapshot instead."),
     timeout: float = typer.Option(60.0, "--timeout", help="Seconds the probes may take."),
     output: Optional[str] = typer.Option(None, "--output", "-o", help="Write the report to FILE."),
+    offline: bool = typer.Option(False, "--offline", help=OFFLINE_HELP),
 ) -> None:
     import os
 
@@ -272,7 +277,7 @@ def bug_report(
         except SnapshotError as exc:
             fail(str(exc))
     else:
-        snap = Snapshot(*_live_report_inputs(python, timeout, fmt, details=True))
+        snap = Snapshot(*_live_report_inputs(python, timeout, fmt, offline=offline, details=True))
     _write(render_report(snap, fmt.value, os.environ, source=from_snapshot or "live"), output)
 
 

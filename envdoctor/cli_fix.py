@@ -48,6 +48,12 @@ def fix(
         1800.0, "--command-timeout", help="Seconds each install command may take."
     ),
     no_smoke: bool = typer.Option(False, "--no-smoke", help="Skip the smoke test in both checks."),
+    offline: bool = typer.Option(
+        False,
+        "--offline",
+        help="Both checks ask nothing of the network, so the fix comes from local sources or says "
+        "where to download the wheel (also ENVDOCTOR_OFFLINE=1).",
+    ),
 ) -> None:
     from envdoctor.cli import _check_timeout, _live_report_inputs, fail
     from envdoctor.cli_check import settings_for
@@ -61,7 +67,9 @@ def fix(
     settings = settings_for({}, fail)
 
     def check() -> Report:
-        inputs = _live_report_inputs(python, timeout, probes=selected_probes(settings), smoke=not no_smoke)
+        inputs = _live_report_inputs(
+            python, timeout, probes=selected_probes(settings), smoke=not no_smoke, offline=offline
+        )
         return judge(*inputs, settings)
 
     request = FixRequest(

@@ -151,6 +151,7 @@ AREA_TITLES = {
     "expectations": "Project expectations",
     "envdoctor": "envdoctor itself",
     "fleet": "Nodes of a multi-node job",
+    "gpu_vendors": "AMD and Intel GPUs",
 }
 
 

@@ -73,7 +73,11 @@ def this_machine(
     machine.host.children = {"python_info.py": python_record(python), "nvml_probe.py": NO_DRIVER}
     default = pypi_default_url() or "https://index.invalid/simple"
     machine.host.urls = {"https://download.pytorch.org/": pytorch, default: UrlStatus(200)}
-    # The rest of the machine (PCI bus, other environments' site-packages) is simply not there: these
-    # tests are about the package sources, which are scripted above in full.
-    machine.host.missing_ok = True
+    # The rest of the machine is not there: no PCI bus, and no site-packages of the environment
+    # tests.support's probe context names (/home/user/.venv) or of another Python here.
+    machine.absent(
+        "/sys/bus/pci/devices",
+        f"{VENV}/lib/python3.11/site-packages",
+        "/home/user/.venv/lib/python3.11/site-packages",
+    )
     return machine

@@ -812,18 +812,58 @@ PAGING = "The paging file is too small for this operation to complete."
 PYTHON_ORG = "C:\\Users\\user\\AppData\\Local\\Programs\\Python"
 
 
+@dataclass(frozen=True)
+class _PythonOrgVenv:
+    """A python.org Python with a venv in C:\\Users\\user\\project, as the issue-11 reports show it."""
+
+    machine: Machine
+    venv: str
+    base: str
+
+    @property
+    def site(self) -> str:
+        return f"{self.venv}\\Lib\\site-packages"
+
+    @property
+    def torch_lib(self) -> str:
+        return f"{self.site}\\torch\\lib"
+
+    def torch_dlls(self, names: tuple[str, ...], failed: list[tuple[str, int, str]], *loaded: str) -> None:
+        """torch\\lib's DLLs and what the DLL check child saw loading them."""
+        self.machine.files(self.torch_lib, *names)
+        record = _dll_record(
+            self.torch_lib,
+            (self.torch_lib,),
+            f"{self.base}\\python.exe",
+            names,
+            failed,
+            _loaded_runtime(self.base, *loaded),
+            (self.site,),
+        )
+        self.machine.child("dll_probe.py", record)
+
+    def target(self, version: str) -> Target:
+        return target(f"{self.venv}\\Scripts\\python.exe", self.venv, version)
+
+
 def _python_org_venv(
-    version: str, runtime: str = "14.40.33810.0", redist: tuple[str, int, int] = ("14.40.33810", 33810, 40)
-) -> tuple[Machine, str, str, str]:
-    """A python.org Python with a venv in C:\\Users\\user\\project: (machine, venv, base, torch\\lib)."""
+    version: str,
+    runtime: str = "14.40.33810.0",
+    redist: tuple[str, int, int] = ("14.40.33810", 33810, 40),
+    on_path: tuple[str, ...] = (),
+) -> _PythonOrgVenv:
+    """Python `version` from python.org and its venv; `on_path`: folders right after the venv's Scripts."""
     venv = "C:\\Users\\user\\project\\.venv"
     base = f"{PYTHON_ORG}\\Python{version.replace('.', '')}"
-    machine = _windows_machine(f"{venv}\\Scripts;{WIN_PATH_TAIL};{base}\\Scripts\\;{base}\\")
+    path = ";".join((f"{venv}\\Scripts", *on_path, WIN_PATH_TAIL, f"{base}\\Scripts\\", f"{base}\\"))
+    machine = _windows_machine(path)
+    # The reports show no Scripts folder of the base Python; the DLL check lists PATH's folders.
+    machine.absent(f"{base}\\Scripts\\")
     _redist(machine, *redist)
     machine.registry(LONG_PATHS_KEY, 64, LongPathsEnabled=1)
     machine.file(f"{base}\\python.exe").files(base, "vcruntime140.dll", "vcruntime140_1.dll", version=runtime)
     machine.file(f"{venv}\\Scripts\\python.exe")
-    return machine, venv, base, f"{venv}\\Lib\\site-packages\\torch\\lib"
+    return _PythonOrgVenv(machine, venv, base)
 
 
 def _loaded_runtime(base: str, *more: str) -> tuple[str, ...]:
@@ -831,21 +871,13 @@ def _loaded_runtime(base: str, *more: str) -> tuple[str, ...]:
 
 
 def win11_torch240_fbgemm_libomp140_winerror_126() -> Scenario:
-    machine, venv, base, torch_lib = _python_org_venv("3.12")
-    machine.host.missing_ok = True  # recorded from public reports: only the facts they show are scripted
-    site = f"{venv}\\Lib\\site-packages"
-    names = TORCH_CPU_DLLS + TORCH_CUDA_DLLS
-    machine.files(torch_lib, *names)
+    env = _python_org_venv("3.12")
+    machine, venv, site, torch_lib = env.machine, env.venv, env.site, env.torch_lib
     failed = [
         (d, 126, NOT_FOUND)
         for d in ("fbgemm.dll", "shm.dll", "torch_cpu.dll", "torch_cuda.dll", "torch_python.dll")
     ]
-    machine.child(
-        "dll_probe.py",
-        _dll_record(
-            torch_lib, (torch_lib,), f"{base}\\python.exe", names, failed, _loaded_runtime(base), (site,)
-        ),
-    )
+    env.torch_dlls(TORCH_CPU_DLLS + TORCH_CUDA_DLLS, failed)
     message = (
         f'[WinError 126] {NOT_FOUND} Error loading "{torch_lib}\\fbgemm.dll" or one of its dependencies.'
     )
@@ -864,7 +896,7 @@ def win11_torch240_fbgemm_libomp140_winerror_126() -> Scenario:
         ),
         platform=WINDOWS_11,
         machine=machine,
-        target=target(f"{venv}\\Scripts\\python.exe", venv, "3.12.4"),
+        target=env.target("3.12.4"),
         system=_windows_system_facts(venv),
         nvml=_windows_nvml_facts("560.94", 12060, gpu),
         torch=TorchFacts(
@@ -877,18 +909,10 @@ def win11_torch240_fbgemm_libomp140_winerror_126() -> Scenario:
 
 
 def win10_paging_file_winerror_1455_cudnn() -> Scenario:
-    machine, venv, base, torch_lib = _python_org_venv("3.11", "14.38.33130.0", ("14.38.33130", 33130, 38))
-    machine.host.missing_ok = True  # recorded from public reports: only the facts they show are scripted
-    site = f"{venv}\\Lib\\site-packages"
+    env = _python_org_venv("3.11", "14.38.33130.0", ("14.38.33130", 33130, 38))
+    machine, venv, site, torch_lib = env.machine, env.venv, env.site, env.torch_lib
     names = (*TORCH_CPU_DLLS, "c10_cuda.dll", "cudart64_110.dll", "cudnn_cnn_infer64_8.dll", "torch_cuda.dll")
-    machine.files(torch_lib, *names)
-    failed = [("cudnn_cnn_infer64_8.dll", 1455, PAGING), ("torch_cuda.dll", 1455, PAGING)]
-    machine.child(
-        "dll_probe.py",
-        _dll_record(
-            torch_lib, (torch_lib,), f"{base}\\python.exe", names, failed, _loaded_runtime(base), (site,)
-        ),
-    )
+    env.torch_dlls(names, [("cudnn_cnn_infer64_8.dll", 1455, PAGING), ("torch_cuda.dll", 1455, PAGING)])
     message = (
         f'[WinError 1455] {PAGING} Error loading "{torch_lib}\\cudnn_cnn_infer64_8.dll" or one of its '
         "dependencies."
@@ -910,7 +934,7 @@ def win10_paging_file_winerror_1455_cudnn() -> Scenario:
         ),
         platform=WINDOWS_11,
         machine=machine,
-        target=target(f"{venv}\\Scripts\\python.exe", venv, "3.11.9"),
+        target=env.target("3.11.9"),
         system=system,
         nvml=_windows_nvml_facts("546.33", 12030, gpu),
         torch=TorchFacts(
@@ -927,33 +951,14 @@ def win11_old_libiomp5md_on_path_winerror_127() -> Scenario:
         "C:\\Program Files (x86)\\IntelSWTools\\compilers_and_libraries_2019\\windows\\redist\\"
         "intel64\\compiler"
     )
-    venv = "C:\\Users\\user\\project\\.venv"
-    base = f"{PYTHON_ORG}\\Python311"
-    machine = _windows_machine(f"{venv}\\Scripts;{intel};{WIN_PATH_TAIL};{base}\\Scripts\\;{base}\\")
-    machine.host.missing_ok = True  # recorded from public reports: only the facts they show are scripted
-    _redist(machine, "14.40.33810", 33810, 40)
-    machine.registry(LONG_PATHS_KEY, 64, LongPathsEnabled=1)
-    machine.file(f"{base}\\python.exe").files(
-        base, "vcruntime140.dll", "vcruntime140_1.dll", version="14.40.33810.0"
+    env = _python_org_venv("3.11", on_path=(intel,))
+    machine, venv, site, torch_lib = env.machine, env.venv, env.site, env.torch_lib
+    failed = [(d, 127, PROC_NOT_FOUND) for d in ("torch_cpu.dll", "torch_cuda.dll", "torch_python.dll")]
+    env.torch_dlls(
+        TORCH_CPU_DLLS + TORCH_CUDA_DLLS, failed, f"{intel}\\libiomp5md.dll", f"{torch_lib}\\cudart64_12.dll"
     )
-    machine.file(f"{venv}\\Scripts\\python.exe")
-    site = f"{venv}\\Lib\\site-packages"
-    torch_lib = f"{site}\\torch\\lib"
-    names = TORCH_CPU_DLLS + TORCH_CUDA_DLLS
-    machine.files(torch_lib, *names)
     machine.file(f"{torch_lib}\\libiomp5md.dll", version="5.0.2023.0")
     machine.file(f"{intel}\\libiomp5md.dll", version="5.0.2019.0")
-    failed = [(d, 127, PROC_NOT_FOUND) for d in ("torch_cpu.dll", "torch_cuda.dll", "torch_python.dll")]
-    record = _dll_record(
-        torch_lib,
-        (torch_lib,),
-        f"{base}\\python.exe",
-        names,
-        failed,
-        _loaded_runtime(base, f"{intel}\\libiomp5md.dll", f"{torch_lib}\\cudart64_12.dll"),
-        (site,),
-    )
-    machine.child("dll_probe.py", record)
     message = (
         f'[WinError 127] {PROC_NOT_FOUND} Error loading "{torch_lib}\\torch_cpu.dll" or one of its '
         "dependencies."
@@ -973,7 +978,7 @@ def win11_old_libiomp5md_on_path_winerror_127() -> Scenario:
         ),
         platform=WINDOWS_11,
         machine=machine,
-        target=target(f"{venv}\\Scripts\\python.exe", venv, "3.11.9"),
+        target=env.target("3.11.9"),
         system=_windows_system_facts(venv),
         nvml=_windows_nvml_facts("560.94", 12060, gpu),
         torch=TorchFacts(
@@ -988,22 +993,15 @@ def win11_old_libiomp5md_on_path_winerror_127() -> Scenario:
 GT720 = "NVIDIA GeForce GT 720"
 
 
-def _gt720_machine() -> tuple[Machine, str, str, str]:
-    machine, venv, base, torch_lib = _python_org_venv("3.10", "14.38.33130.0", ("14.38.33130", 33130, 38))
-    return machine, venv, base, torch_lib
+def _gt720_machine() -> _PythonOrgVenv:
+    return _python_org_venv("3.10", "14.38.33130.0", ("14.38.33130", 33130, 38))
 
 
 def win10_gt720_kepler_cu117_torch() -> Scenario:
-    machine, venv, base, torch_lib = _gt720_machine()
-    machine.host.missing_ok = True  # recorded from public reports: only the facts they show are scripted
-    site = f"{venv}\\Lib\\site-packages"
-    names = (*TORCH_CPU_DLLS, "c10_cuda.dll", "cudart64_110.dll", "cudnn64_8.dll", "torch_cuda.dll")
-    machine.files(torch_lib, *names)
-    machine.child(
-        "dll_probe.py",
-        _dll_record(
-            torch_lib, (torch_lib,), f"{base}\\python.exe", names, [], _loaded_runtime(base), (site,)
-        ),
+    env = _gt720_machine()
+    machine, venv, site = env.machine, env.venv, env.site
+    env.torch_dlls(
+        (*TORCH_CPU_DLLS, "c10_cuda.dll", "cudart64_110.dll", "cudnn64_8.dll", "torch_cuda.dll"), []
     )
     gpu = _gpu(GT720, (3, 5), 2147483648)
     warning = (
@@ -1039,7 +1037,7 @@ def win10_gt720_kepler_cu117_torch() -> Scenario:
         ),
         platform=WINDOWS_11,
         machine=machine,
-        target=target(f"{venv}\\Scripts\\python.exe", venv, "3.10.11"),
+        target=env.target("3.10.11"),
         system=_windows_system_facts(venv),
         nvml=_windows_nvml_facts("474.44", 11040, gpu),
         torch=torch,
@@ -1047,16 +1045,9 @@ def win10_gt720_kepler_cu117_torch() -> Scenario:
 
 
 def win10_gt720_kepler_cpu_torch() -> Scenario:
-    machine, venv, base, torch_lib = _gt720_machine()
-    machine.host.missing_ok = True  # recorded from public reports: only the facts they show are scripted
-    site = f"{venv}\\Lib\\site-packages"
-    machine.files(torch_lib, *TORCH_CPU_DLLS)
-    machine.child(
-        "dll_probe.py",
-        _dll_record(
-            torch_lib, (torch_lib,), f"{base}\\python.exe", TORCH_CPU_DLLS, [], _loaded_runtime(base), (site,)
-        ),
-    )
+    env = _gt720_machine()
+    machine, venv, site = env.machine, env.venv, env.site
+    env.torch_dlls(TORCH_CPU_DLLS, [])
     gpu = _gpu(GT720, (3, 5), 2147483648)
     torch = TorchFacts(
         installed=True,
@@ -1080,7 +1071,7 @@ def win10_gt720_kepler_cpu_torch() -> Scenario:
         ),
         platform=WINDOWS_11,
         machine=machine,
-        target=target(f"{venv}\\Scripts\\python.exe", venv, "3.10.11"),
+        target=env.target("3.10.11"),
         system=_windows_system_facts(venv),
         nvml=_windows_nvml_facts("474.44", 11040, gpu),
         torch=torch,

@@ -35,7 +35,7 @@ def test_a_hung_nvml_child_and_nvidia_smi_fit_the_probe(timeout: float) -> None:
     hangs = Hangs()
     hung = CommandResult(returncode=None, timed_out=True)
     host = FakeHost(
-        missing_ok=True,  # no PCI devices, no other files: only the two programs matter here
+        absent={"/sys/bus/pci/devices"},  # no PCI devices: only the two programs matter here
         programs={"nvidia-smi": smi},
         children={"nvml_probe.py": hangs},
         commands={(smi, f"--query-gpu={nvml._SMI_FIELDS}", "--format=csv,noheader,nounits"): hung},
@@ -67,7 +67,7 @@ def test_a_hung_dll_child_fits_the_windows_probe(timeout: float) -> None:
 def test_nvcc_runs_once_within_a_share_of_the_probe(timeout: float) -> None:
     nvcc = "/usr/local/cuda/bin/nvcc"
     host = FakeHost(
-        missing_ok=True,
+        absent={"/usr/local", *(f"/home/user/.venv/{p}" for p in ("conda-meta", "lib", "lib64"))},
         programs={"nvcc": nvcc},
         environ={"CUDA_HOME": "/usr/local/cuda", "PATH": "/usr/local/cuda/bin"},
         files={nvcc: "\x7fELF", "/usr/local/cuda/include/cuda_runtime.h": ""},

@@ -328,14 +328,15 @@ def test_ruamel_is_imported_only_once_a_condarc_exists() -> None:
         "from envdoctor.probes.mirrors import collect\n"
         "from envdoctor.target import PythonInfo, Target\n"
         "seen = []\n"
+        "SITE = '/v/lib/python3.11/site-packages'  # the examined environment has no packages\n"
         "CliRunner().invoke(app, ['--help'])\n"
         "CliRunner().invoke(app, ['install', '--os', 'linux', '--python', '3.11', '--driver', '560.94'])\n"
         "seen.append('ruamel.yaml' in sys.modules)\n"
         "info = PythonInfo('/v/bin/python', '3.11.7', 'CPython', 64, '/v', True, False)\n"
         "target = Target(Interpreter('/v/bin/python', 't'), info)\n"
-        "collect(ProbeContext(host=FakeHost(missing_ok=True), target=target))\n"
+        "collect(ProbeContext(host=FakeHost(absent={SITE}), target=target))\n"
         "seen.append('ruamel.yaml' in sys.modules)\n"
-        "host = FakeHost(files={'/home/user/.condarc': 'channels: [a]\\n'}, missing_ok=True)\n"
+        "host = FakeHost(files={'/home/user/.condarc': 'channels: [a]\\n'}, absent={SITE})\n"
         "collect(ProbeContext(host=host, target=target))\n"
         "seen.append('ruamel.yaml' in sys.modules)\n"
         "print(seen)\n"
@@ -410,7 +411,9 @@ def test_parse_errors_keep_the_config_syntax_error_form() -> None:
 
 
 def test_a_condarc_reaches_the_probe_facts_through_collect() -> None:
-    host = FakeHost(files={HOME_RC: "\ufeffchannels: [pytorch, nvidia]\n"}, missing_ok=True)
+    host = FakeHost(
+        files={HOME_RC: "\ufeffchannels: [pytorch, nvidia]\n"}, absent={"/v/lib/python3.11/site-packages"}
+    )
     info = PythonInfo("/v/bin/python", "3.11.7", "CPython", 64, "/v", True, False)
     facts = collect(ProbeContext(host=host, target=Target(Interpreter("/v/bin/python", "t"), info)))
     assert [c for c, _ in facts.conda.merged_list("channels")] == ["pytorch", "nvidia"]

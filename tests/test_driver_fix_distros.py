@@ -42,8 +42,13 @@ EXPECTED = {
 }
 
 
+# What the system probe reads beside os-release; none of it is there on these machines.
+SYSTEM_FILES = ("/etc/os-release", "/usr/lib/os-release", "/proc/version", "/proc/1/cgroup")
+
+
 def _driver_fix_commands(release: str) -> tuple[tuple[str, ...], str]:
-    host = FakeHost(files={"/etc/os-release": release} if release else {}, missing_ok=True)
+    files = {"/etc/os-release": release} if release else {}
+    host = FakeHost(files=files, absent=set(SYSTEM_FILES) - set(files))
     facts = system.collect(context(host))
     snap = load(str(FIXTURES / "linux-gpu-present-no-driver.json"))
     probes = tuple(dataclasses.replace(p, facts=facts) if p.probe == "system" else p for p in snap.probes)
@@ -72,5 +77,7 @@ def test_os_release_parsing_takes_quotes_and_skips_junk() -> None:
 
 
 def test_usr_lib_os_release_is_the_fallback() -> None:
-    host = FakeHost(files={"/usr/lib/os-release": "ID=fedora\n"}, missing_ok=True)
+    host = FakeHost(
+        files={"/usr/lib/os-release": "ID=fedora\n"}, absent=set(SYSTEM_FILES) - {"/usr/lib/os-release"}
+    )
     assert system.collect(context(host)).distro == "fedora"

@@ -12,7 +12,7 @@ import pytest
 
 from envdoctor.engine import area_verdicts, selected_probes
 from envdoctor.host.base import CommandResult
-from envdoctor.host.fake import FakeHost
+from envdoctor.host.fake import CHILD_NOT_FOUND, FakeHost
 from envdoctor.host.live import CHILD_DIR
 from envdoctor.model import ProbeResult, ProbeStatus
 from envdoctor.probes import PROBES, environment
@@ -39,8 +39,12 @@ PACKAGES = {
 }
 
 
+# The compilers and build tools the environment probe looks for; a test scripts those it has.
+NO_TOOLS = {"gcc": None, "clang": None, "cmake": None}
+
+
 def ubuntu_host() -> FakeHost:
-    host = FakeHost(platform_info=LINUX, missing_ok=True)
+    host = FakeHost(platform_info=LINUX, programs=dict(NO_TOOLS), children={"packages.py": CHILD_NOT_FOUND})
     host.files["/etc/os-release"] = OS_RELEASE
     host.programs["gcc"] = "/usr/bin/gcc"
     host.commands[("/usr/bin/gcc", "--version")] = CommandResult(
@@ -79,7 +83,7 @@ def test_a_check_never_collects_it() -> None:
 
 
 def test_broken_answers_become_errors_not_tracebacks() -> None:
-    host = FakeHost(platform_info=LINUX, missing_ok=True)
+    host = FakeHost(platform_info=LINUX, programs=dict(NO_TOOLS), children={"packages.py": CHILD_NOT_FOUND})
     host.unreadable.add("/etc/os-release")
     facts = environment.collect(context(host, details=True))
     assert facts.distribution is None and facts.packages == () and len(facts.errors) == 2

@@ -48,7 +48,7 @@ def test_absent_is_said_explicitly() -> None:
     assert host.which("nvcc") is None
     with pytest.raises(FileNotFoundError):
         host.read_text("/etc/pip.conf")
-    lenient = FakeHost(missing_ok=True)
+    lenient = FakeHost(missing_ok=True)  # kept: this test is of missing_ok itself
     assert lenient.run(["anything"], 5) == NOT_FOUND and lenient.which("nvcc") is None
     assert lenient.python_json("/usr/bin/python3", "torch_probe.py", (), 5) == CHILD_NOT_FOUND
     with pytest.raises(FileNotFoundError):

@@ -24,12 +24,14 @@ from envdoctor.target import TargetError, choose_interpreter, resolve_target
 PIPX = "/home/u/.local/share/pipx/venvs/envdoctor"
 PROJECT = "/home/u/proj"
 WINDOWS = PlatformInfo("Windows", "11", "10.0.22631", "AMD64")
+# The commands the interpreter search asks PATH for; a test puts there what its machine has.
+NOTHING_ON_PATH: dict[str, str | None] = {"python3": None, "conda": None, "python9.9": None}
 
 
 def pipx_host(**files: str) -> FakeHost:
     """envdoctor in a pipx environment without torch, run in a project folder, nothing active."""
     return FakeHost(
-        missing_ok=True,
+        programs=dict(NOTHING_ON_PATH),
         python=f"{PIPX}/bin/python",
         own_prefix=PIPX,
         own_torch=False,
@@ -63,7 +65,11 @@ def test_then_venv_the_conda_base_and_python3_on_path_in_that_order() -> None:
 def test_a_uv_tool_install_with_nothing_else_examines_itself_and_says_so() -> None:
     own = "/home/u/.local/share/uv/tools/envdoctor"
     host = FakeHost(
-        missing_ok=True, python=f"{own}/bin/python", own_prefix=own, own_torch=False, working_dir=PROJECT
+        programs=dict(NOTHING_ON_PATH),
+        python=f"{own}/bin/python",
+        own_prefix=own,
+        own_torch=False,
+        working_dir=PROJECT,
     )
     host.programs["python3"] = f"{own}/bin/python3"  # its own environment's, on PATH: not the user's
     chosen = choose_interpreter(host, None)
@@ -84,13 +90,15 @@ def test_envdoctor_installed_in_the_project_venv_examines_it_plainly() -> None:
 
 
 def test_an_own_environment_with_torch_is_examined_as_before() -> None:
-    host = FakeHost(missing_ok=True, files={f"{PROJECT}/.venv/bin/python": ""}, working_dir=PROJECT)
+    host = FakeHost(
+        programs=dict(NOTHING_ON_PATH), files={f"{PROJECT}/.venv/bin/python": ""}, working_dir=PROJECT
+    )
     assert choose_interpreter(host, None) == Interpreter(host.python, "the interpreter envdoctor runs in")
 
 
 def test_stale_activation_variables_are_kept_for_the_report() -> None:
     host = FakeHost(
-        missing_ok=True,
+        programs=dict(NOTHING_ON_PATH),
         environ={"VIRTUAL_ENV": "/gone/.venv", "CONDA_PREFIX": "/opt/conda/envs/ml"},
         files={"/opt/conda/envs/ml/bin/python": ""},
     )
@@ -98,7 +106,9 @@ def test_stale_activation_variables_are_kept_for_the_report() -> None:
     assert chosen.path == "/opt/conda/envs/ml/bin/python"
     assert chosen.stale == (StaleVariable("VIRTUAL_ENV", "/gone/.venv", exists=False),)
     host = FakeHost(
-        missing_ok=True, environ={"CONDA_PREFIX": "/opt/conda/envs/empty"}, dirs={"/opt/conda/envs/empty": ()}
+        programs=dict(NOTHING_ON_PATH),
+        environ={"CONDA_PREFIX": "/opt/conda/envs/empty"},
+        dirs={"/opt/conda/envs/empty": ()},
     )
     chosen = choose_interpreter(host, None)
     assert chosen.path == host.python
@@ -127,10 +137,9 @@ PY_RECORD = {
 )
 def test_python_accepts_a_folder_a_command_or_an_interpreter(given: str, path: str, reason: str) -> None:
     host = FakeHost(
-        missing_ok=True,
         files={f"{PROJECT}/.venv/bin/python": "", "/usr/bin/python3.12": ""},
         dirs={f"{PROJECT}/.venv": ()},
-        programs={"python3.12": "/usr/bin/python3.12"},
+        programs={**NOTHING_ON_PATH, "python3.12": "/usr/bin/python3.12"},
         children={"python_info.py": ChildOutcome((PY_RECORD,), 0)},
     )
     target = resolve_target(host, given)
@@ -140,7 +149,7 @@ def test_python_accepts_a_folder_a_command_or_an_interpreter(given: str, path: s
 def test_python_names_a_conda_folder_on_windows() -> None:
     env = "C:\\Users\\u\\miniconda3\\envs\\ml"
     host = FakeHost(
-        missing_ok=True,
+        programs=dict(NOTHING_ON_PATH),
         platform_info=WINDOWS,
         files={f"{env}\\python.exe": ""},
         dirs={env: ()},
@@ -159,7 +168,7 @@ def test_python_names_a_conda_folder_on_windows() -> None:
 )
 def test_python_that_names_nothing_is_one_line(given: str, message: str) -> None:
     with pytest.raises(TargetError) as caught:
-        resolve_target(FakeHost(missing_ok=True, dirs={"/empty": ()}), given)
+        resolve_target(FakeHost(programs=dict(NOTHING_ON_PATH), dirs={"/empty": ()}), given)
     assert str(caught.value).startswith(message)
 
 

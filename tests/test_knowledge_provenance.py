@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from envdoctor import knowledge
-from envdoctor.host.fake import FakeHost
+from envdoctor.host.fake import CHILD_NOT_FOUND, FakeHost
 from envdoctor.install.request import Given
 from envdoctor.install.session import run
 from envdoctor.knowledge import DATA_DIR, load_table, mirrors
@@ -169,7 +169,7 @@ def test_install_with_any_mirror_never_shows_internal_markers(mirror: str, manag
         manager=manager,
         mirror=mirror,
     )
-    session = run(given, FakeHost(missing_ok=True))
+    session = run(given, FakeHost(children={"python_info.py": CHILD_NOT_FOUND}))
     os_name = session.target.os
     text = render_text(session.plan, session.inputs, os_name) + render_json(
         session.plan, session.inputs, os_name
@@ -179,7 +179,8 @@ def test_install_with_any_mirror_never_shows_internal_markers(mirror: str, manag
 
 
 def test_the_unverified_aliyun_mirror_is_called_unverified_in_plain_words() -> None:
-    session = run(Given(os="linux", python="3.11", mirror="aliyun"), FakeHost(missing_ok=True))
+    host = FakeHost(children={"python_info.py": CHILD_NOT_FOUND})  # no Python to examine: --python given
+    session = run(Given(os="linux", python="3.11", mirror="aliyun"), host)
     text = render_text(session.plan, session.inputs, session.target.os)
     (note,) = [
         line for line in text.splitlines() if line.startswith("Note: Alibaba Cloud PyTorch wheel mirror")

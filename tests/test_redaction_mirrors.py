@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from envdoctor.cli import app
 from envdoctor.engine import diagnose, run_probes
-from envdoctor.host.fake import FakeHost
+from envdoctor.host.fake import CHILD_NOT_FOUND, FakeHost
 from envdoctor.model import Interpreter, Report
 from envdoctor.probes.base import ProbeContext
 from envdoctor.render.console import make_console, render_console
@@ -87,7 +87,20 @@ def test_tokens_never_leak_from_recorded_files() -> None:
     # Only the configuration files matter here: everything else on this machine (torch, NVML,
     # toolkits, pip) is missing, on purpose.
     host = FakeHost(
-        files=config_files("/home/user", "/home/user/project"), environ=variables(), missing_ok=True
+        files=config_files("/home/user", "/home/user/project"),
+        environ=variables(),
+        absent={
+            "/etc/os-release",
+            "/usr/lib/os-release",
+            "/proc/version",
+            "/proc/1/cgroup",
+            "/sys/bus/pci/devices",
+            "/usr/local",
+            *(f"/home/user/project/.venv/{p}" for p in ("conda-meta", "lib", "lib64")),
+            "/home/user/project/.venv/lib/python3.11/site-packages",
+        },
+        programs={"nvcc": None, "nvidia-smi": None},
+        children={"nvml_probe.py": CHILD_NOT_FOUND, "torch_probe.py": CHILD_NOT_FOUND},
     )
     host.files["/home/user/other/pyproject.toml"] = host.files["/home/user/pyproject.toml"]
     info = PythonInfo(

@@ -46,6 +46,8 @@ AREA_OF_HUNDREDS = {
     "8": "fleet",  # many nodes judged together (envdoctor fleet, envdoctor cluster)
     "9": "envdoctor",  # envdoctor's own trouble: a probe that failed
 }
+# Ranges inside a hundred that belong to another area, by their first two digits.
+AREA_OF_TENS = {"15": "gpu_vendors"}  # AMD and Intel GPUs, beside NVIDIA's driver rules
 SENTENCE_END = (".", "!", "?", ".)", ".'", '."')
 
 
@@ -112,7 +114,8 @@ def test_codes_and_names_are_well_formed_and_unique() -> None:
         assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)+", rule.name), (
             f"{rule.code}: {rule.name!r} is not kebab-case"
         )
-        assert AREA_OF_HUNDREDS.get(rule.code[2]) == rule.area, f"{rule.code} in area {rule.area}"
+        area = AREA_OF_TENS.get(rule.code[2:4]) or AREA_OF_HUNDREDS.get(rule.code[2])
+        assert area == rule.area, f"{rule.code} in area {rule.area}"
 
 
 def test_areas_are_probe_names() -> None:

@@ -141,7 +141,7 @@ def test_several_toolkits_keep_the_one_matching_torch_and_drop_its_repeats() -> 
 
 def test_stale_cuda_variable_gets_an_unset_fix() -> None:
     machine = Machine(LINUX, {"PATH": "/usr/bin", "SHELL": "/usr/bin/zsh", "CUDA_PATH": "/opt/cuda-11.0"})
-    machine.host.missing_ok = True  # only the toolkit's part of the machine is described
+    machine.absent("/etc/os-release", "/usr/lib/os-release")  # no distribution named
     machine.folder("/usr/bin").folder("/usr/local").program("nvcc", None)
     facts = _facts(machine)
     assert facts.toolkits[0].root == "/opt/cuda-11.0" and not facts.toolkits[0].exists

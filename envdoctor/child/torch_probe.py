@@ -214,6 +214,58 @@ def collect(torch, info, errors):
 
 
 # ---------------------------------------------------------------------------------------------
+# AMD and Intel GPUs: the gfx target of each ROCm device (what the build's arch list must hold), and
+# Intel's XPU devices (torch.xpu, from torch 2.5). Additive: older parents ignore these keys.
+
+
+def gfx_name(value):
+    """ "gfx90a" from gcnArchName "gfx90a:sramecc+:xnack-"; None for anything else."""
+    text = str(value or "").split(":", 1)[0].strip()
+    return text if re.match(r"^gfx[0-9a-f]{3,4}$", text) else None
+
+
+def collect_vendors(torch, info, errors):
+    torch_version = getattr(torch, "version", None)
+    xpu_version = getattr(torch_version, "xpu", None)
+    info["xpu"] = str(xpu_version) if xpu_version else None
+    gfx = []
+    if info.get("hip") and info.get("cuda_available"):
+        for device in info.get("devices") or ():
+            try:
+                gfx.append(gfx_name(torch.cuda.get_device_properties(device["index"]).gcnArchName))
+            except Exception as exc:
+                errors.append({"step": "gfx %d" % device["index"], "error": short_error(exc)})
+                gfx.append(None)
+    info["gfx_targets"] = gfx
+    xpu = getattr(torch, "xpu", None)
+    if xpu is None:
+        return
+    stage("xpu_available")
+    try:
+        info["xpu_available"] = bool(xpu.is_available())
+    except Exception as exc:
+        errors.append({"step": "xpu_available", "error": short_error(exc)})
+        return
+    devices = []
+    if info["xpu_available"]:
+        try:
+            count = int(xpu.device_count())
+        except Exception as exc:
+            errors.append({"step": "xpu_device_count", "error": short_error(exc)})
+            count = 0
+        for index in range(count):
+            device = {"index": index}
+            try:
+                properties = xpu.get_device_properties(index)
+                device["name"] = str(getattr(properties, "name", "") or "") or None
+                device["total_memory_bytes"] = int(getattr(properties, "total_memory", 0) or 0) or None
+            except Exception as exc:
+                errors.append({"step": "xpu device %d" % index, "error": short_error(exc)})
+            devices.append(device)
+    info["xpu_devices"] = devices
+
+
+# ---------------------------------------------------------------------------------------------
 # Companion load checks: load torchvision's / torchaudio's compiled extension beside this torch as
 # the packages themselves do, and prove that the operators are registered by running one. The rest
 # of the package is not imported on the way (torchvision's __init__ imports torch._dynamo: seconds);
@@ -605,7 +657,7 @@ class Device(object):
 
     def __init__(self, torch, kind, label, name, capability=None):
         self.torch = torch
-        self.kind = kind  # cpu, cuda, rocm, mps
+        self.kind = kind  # cpu, cuda, rocm, xpu, mps
         self.label = label  # "cpu", "cuda:0", "mps"
         self.name = name
         self.capability = capability
@@ -618,6 +670,8 @@ class Device(object):
     def sync(self):
         if self.kind in ("cuda", "rocm"):
             self.torch.cuda.synchronize(self.device)
+        elif self.kind == "xpu":
+            self.torch.xpu.synchronize(self.device)
         elif self.kind == "mps":
             self.torch.mps.synchronize()
 
@@ -627,6 +681,9 @@ class Device(object):
         try:
             if self.kind in ("cuda", "rocm"):
                 free, total = torch.cuda.mem_get_info(self.device)
+                return int(free), int(total)
+            if self.kind == "xpu" and hasattr(torch.xpu, "mem_get_info"):
+                free, total = torch.xpu.mem_get_info(self.device)
                 return int(free), int(total)
             if self.kind == "mps":
                 limit = getattr(torch.mps, "recommended_max_memory", None)
@@ -638,9 +695,10 @@ class Device(object):
         return None, None
 
     def reset_peak(self):
-        if self.kind in ("cuda", "rocm"):
+        if self.kind in ("cuda", "rocm", "xpu"):
             try:
-                self.torch.cuda.reset_peak_memory_stats(self.device)
+                module = self.torch.xpu if self.kind == "xpu" else self.torch.cuda
+                module.reset_peak_memory_stats(self.device)
             except Exception:
                 pass
 
@@ -648,6 +706,8 @@ class Device(object):
         try:
             if self.kind in ("cuda", "rocm"):
                 return int(self.torch.cuda.max_memory_allocated(self.device))
+            if self.kind == "xpu":
+                return int(self.torch.xpu.max_memory_allocated(self.device))
             if self.kind == "mps":
                 return int(self.torch.mps.current_allocated_memory())
         except Exception:
@@ -675,6 +735,8 @@ class Device(object):
             )
         if self.kind == "mps":
             return "MPS"
+        if self.kind == "xpu":
+            return "oneDNN (XPU)"
         try:
             if torch.backends.cudnn.is_available():
                 return "MIOpen" if self.kind == "rocm" else "cuDNN %s" % torch.backends.cudnn.version()
@@ -714,6 +776,9 @@ def devices_to_test(torch, info):
         for entry in info.get("devices") or ():
             capability = entry.get("capability")
             found.append(Device(torch, kind, "cuda:%d" % entry["index"], entry.get("name"), capability))
+    if info.get("xpu_available"):
+        for entry in info.get("xpu_devices") or ():
+            found.append(Device(torch, "xpu", "xpu:%d" % entry["index"], entry.get("name")))
     if info.get("mps_available"):
         found.append(Device(torch, "mps", "mps", "Apple GPU (MPS)"))
     return found
@@ -1037,6 +1102,7 @@ def main(argv=None):
         sys.stderr = tee.stream
         info["import_seconds"] = time.time() - import_started
         collect(torch, info, info["errors"])
+        collect_vendors(torch, info, info["errors"])
         info["numpy"] = numpy_facts(torch, tee.text())
     info["warnings"] = [str(w.message)[:2000] for w in caught]
     emit("torch", info)

@@ -12,6 +12,8 @@ from dataclasses import dataclass, replace
 from envdoctor.host.base import Host
 from envdoctor.install import sources as planner_sources
 from envdoctor.probes.base import ProbeContext
+from envdoctor.probes.gpu_vendors import GpuVendorFacts
+from envdoctor.probes.gpu_vendors import collect as collect_vendors
 from envdoctor.probes.mirrors import collect_conda, collect_pip, collect_uv
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.nvml import collect as collect_nvml
@@ -43,6 +45,7 @@ class Detected:
     pip_index: PipIndex | None = None
     sources: planner_sources.Sources | None = None
     installed_torch: str | None = None
+    vendors: GpuVendorFacts | None = None  # AMD and Intel GPUs (the gpu_vendors probe)
 
 
 def detect_python(host: Host, interpreter: str | None) -> tuple[Target | None, str | None]:
@@ -57,6 +60,13 @@ def detect_nvml(host: Host, target: Target) -> tuple[NvmlFacts | None, str | Non
         return collect_nvml(ProbeContext(host=host, target=target)), None
     except Exception as exc:  # e.g. NotApplicable on macOS; the plan then says "no driver found"
         return None, str(exc) or type(exc).__name__
+
+
+def detect_vendors(host: Host, target: Target) -> GpuVendorFacts | None:
+    try:
+        return collect_vendors(ProbeContext(host=host, target=target))
+    except Exception:  # NotApplicable off Linux; an unreadable sysfs is already facts
+        return None
 
 
 def configured_pip_index(host: Host, info: PythonInfo | None) -> PipIndex | None:
@@ -139,6 +149,7 @@ def detect(
     nvml = nvml_error = None
     if want_gpu and target is not None:
         nvml, nvml_error = detect_nvml(host, target)
+    vendors = detect_vendors(host, target) if want_gpu and target is not None else None
     index = configured_pip_index(host, info) if want_index else None
     installed = installed_torch(host, plat.os, info) if info is not None and want_sources else None
     if reader is not None:
@@ -153,4 +164,5 @@ def detect(
         pip_index=index,
         sources=found[0] if found else None,
         installed_torch=installed,
+        vendors=vendors,
     )

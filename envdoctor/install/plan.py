@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from packaging.version import Version
 
 from envdoctor import knowledge
+from envdoctor.install import vendors
 from envdoctor.install.commands import (
     Command,
     MirrorChoice,
@@ -22,10 +23,16 @@ from envdoctor.install.commands import (
     command_text,
     conda_command,
 )
-from envdoctor.install.routes import Routed, route
+from envdoctor.install.routes import (
+    NVIDIA_ON_MIRROR,
+    Routed,
+    conda_channel_route,
+    conda_past_channel,
+    route,
+)
 from envdoctor.install.sources import Constraint, Sources, blocking
 from envdoctor.knowledge import DriverVersion, Release, conda, variant_cuda
-from envdoctor.knowledge.archs import Capability, CoverageKind, arch_list, coverage, sm
+from envdoctor.knowledge.archs import ArchList, Capability, CoverageKind, arch_list, coverage, sm
 from envdoctor.knowledge.drivers import DriverKind, DriverSupport, driver_support, native_cuda
 from envdoctor.knowledge.gpus import is_tegra
 
@@ -65,6 +72,10 @@ class InstallTarget:
     native_only: bool = False  # skip builds the driver runs only through minor-version compatibility
     sources: Sources | None = None  # where the manager will look; None: as the official command says
     notes: tuple[str, ...] = ()  # what the request left unplaced (an unknown --gpu), said first
+    # AMD and Intel GPUs (the gpu_vendors probe, or --gpu gfx1100 / --gpu xpu): with no NVIDIA GPU
+    # asking for CUDA, the plan is a rocmX.Y build that serves these gfx targets, or the xpu build.
+    gfx_targets: tuple[str, ...] = ()
+    want_xpu: bool = False
 
     @property
     def platform(self) -> str:
@@ -191,6 +202,8 @@ def _choose_cuda(release: Release, target: InstallTarget) -> _Choice | str:
                 )
             if support.caveat:
                 warnings.append(support.caveat)
+            if support.assumed_note:
+                warnings.append(support.assumed_note)
             why += f" -> {variant}" + _gpu_words(release, variant, target, skipped)
             return _Choice(variant, why, tuple(warnings))
     return _no_cuda_fit(release, target, judged)
@@ -212,7 +225,7 @@ def _choose_without_driver(release: Release, target: InstallTarget, variants: li
             f"{natively}; pass --driver to plan for the one you have"
         )
         why = f"NVIDIA driver unknown -> {variant}" + _gpu_words(release, variant, target, ())
-        return _Choice(variant, why, (warning,))
+        return _Choice(variant, why, (warning,) + ((need.assumed_note,) if need.assumed_note else ()))
     gpus = ", ".join(target.gpu_label(i) for i in range(len(target.gpu_capabilities)))
     return f"torch {release.torch}: no CUDA build includes {gpus}"
 
@@ -237,6 +250,9 @@ def _explicit_variant(release: Release, target: InstallTarget) -> _Choice | str:
     assert variant is not None
     builds = release.builds(target.platform)
     assert builds is not None
+    if variant == "xpu":
+        xpu = vendors.choose_xpu(release, target.platform)
+        return xpu if isinstance(xpu, str) else _Choice("xpu", "xpu as asked")
     if variant not in builds.variants:
         return f"torch {release.torch} has no {variant} build for {target.platform}"
     warnings: list[str] = []
@@ -257,6 +273,8 @@ def _explicit_variant(release: Release, target: InstallTarget) -> _Choice | str:
             )
         if support.caveat:
             warnings.append(support.caveat)
+        if support.assumed_note:
+            warnings.append(support.assumed_note)
         missing = _gpu_coverage(release, variant, target)
         if missing:
             warnings.append(
@@ -266,6 +284,8 @@ def _explicit_variant(release: Release, target: InstallTarget) -> _Choice | str:
             )
         elif target.gpu_capabilities:
             why += _gpu_words(release, variant, target, ())
+    elif variant.startswith("rocm") and target.gfx_targets:
+        warnings += vendors.rocm_warnings(release, variant, target.gfx_targets)
     elif variant.startswith("rocm"):
         warnings.append(
             f"{variant} builds need an AMD GPU supported by ROCm {variant[4:]}; envdoctor does not "
@@ -291,12 +311,25 @@ def _cpu_why(target: InstallTarget) -> str:
 def _choose(release: Release, target: InstallTarget) -> _Choice | str:
     if target.variant is not None and target.variant != "cpu":
         return _explicit_variant(release, target)
+    if target.variant is None and not _wants_cuda(target) and (target.gfx_targets or target.want_xpu):
+        return _choose_vendor(release, target)
     if target.variant == "cpu" or not _wants_cuda(target):
         builds = release.builds(target.platform)
         if builds is None or "cpu" not in builds.variants:
             return f"torch {release.torch} has no CPU build for {target.platform}"
         return _Choice("cpu", _cpu_why(target))
     return _choose_cuda(release, target)
+
+
+def _choose_vendor(release: Release, target: InstallTarget) -> _Choice | str:
+    """AMD first (ROCm builds), then Intel (the xpu build); see install/vendors.py."""
+    if target.gfx_targets:
+        found = vendors.choose_rocm(release, target.platform, target.gfx_targets)
+    else:
+        found = vendors.choose_xpu(release, target.platform)
+    if isinstance(found, str):
+        return found
+    return _Choice(found.variant, found.why, found.warnings)
 
 
 def candidates(target: InstallTarget) -> tuple[Release, ...]:
@@ -356,7 +389,7 @@ def plan(target: InstallTarget, alternatives: bool = True) -> InstallPlan:
         if constraint is not None:
             rejected.append((release, constraint))
             notes.append(
-                f"torch {release.torch}: pip's constraint {constraint.text} ({constraint.file}, line "
+                f"torch {release.torch}: {constraint.label} {constraint.text} ({constraint.file}, line "
                 f"{constraint.line}) rejects it"
             )
             continue
@@ -391,7 +424,7 @@ def _with_history(
         newest, constraint = rejected[0]
         warnings.insert(
             0,
-            f"pip's constraint {constraint.text} ({constraint.file}, line {constraint.line}) rules out "
+            f"{constraint.label} {constraint.text} ({constraint.file}, line {constraint.line}) rules out "
             f"torch {newest.torch}; this is torch {release.torch}, the newest it allows. To lift it: "
             f"{constraint.lift}",
         )
@@ -432,7 +465,7 @@ def _impossible(
     reason = "no torch build fits: " + _summarise(notes) if notes else "no torch build fits"
     suggestions = _suggestions(target) if alternatives else []
     for _, constraint in rejected[:1]:
-        suggestions.append(f"lift pip's constraint {constraint.text}: {constraint.lift}")
+        suggestions.append(f"lift {constraint.label} {constraint.text}: {constraint.lift}")
     return InstallPlan(
         None, None, None, None, reason, warnings=target.notes, suggestions=tuple(dict.fromkeys(suggestions))
     )
@@ -494,7 +527,7 @@ def _plan_for(
     if arch is not None and arch.inferred and target.gpu_capabilities:
         warnings.append(
             f"no published arch list for torch {release.torch} in envdoctor's data: {choice.variant}'s "
-            "is taken from the previous release"
+            f"is assumed, carried forward from {_arch_origin(release, arch)}"
         )
     if choice.variant.startswith("cu") and target.gpu_capabilities and arch is None:
         warnings.append(f"envdoctor has no arch list for torch {release.torch} {choice.variant}")
@@ -518,10 +551,23 @@ def _plan_for(
         reason=f"{choice.why} -> torch {release.torch} ({choice.variant})",
         commands=routed.commands,
         warnings=tuple(dict.fromkeys(warnings)),
-        suggestions=(tuple(_conda_alternative(release, target)) if alternatives else ()) + routed.suggestions,
+        suggestions=routed.leading
+        + (tuple(_conda_alternative(release, target)) if alternatives else ())
+        + routed.suggestions,
         source=routed.sentence,
         route=Route(routed.route),
     )
+
+
+def _arch_origin(release: Release, arch: ArchList) -> str:
+    """Where a borrowed arch list comes from, in a few words."""
+    prefix = "assumed: carried forward from "
+    basis = arch.provenance.basis or ""
+    if basis.startswith(prefix):  # the overlay's: "torch 2.13 cu130 by `envdoctor update` (...)"
+        return basis[len(prefix) :].split(" (", 1)[0]
+    if release.assumed:
+        return f"the newest known release, {knowledge.newest_release().torch}"
+    return "the previous release"
 
 
 def _uninstall_first(release: Release, variant: str, target: InstallTarget) -> Command | None:
@@ -541,15 +587,13 @@ def _commands(release: Release, variant: str, target: InstallTarget, warnings: l
         found = conda_command(release, variant, target.platform)
         if found is not None:
             if variant.startswith("cu") and target.mirror is not None:
-                warnings.append(
-                    "with an Anaconda mirror as channel_alias, '-c nvidia' fails: mirrors do not carry "
-                    "the nvidia channel (https://github.com/tuna/issues/issues/1327); keep channel_alias "
-                    "at its default"
-                )
-            return Routed((found,))
+                warnings.append(NVIDIA_ON_MIRROR)
+            return conda_channel_route(found, target, conda.last_release(), warnings)
         warnings.append(_conda_missing(release, variant, target.platform))
     manager = "uv" if target.manager == "uv" else "pip"
     routed = route(release, variant, index, target, manager, warnings)
+    if target.manager == "conda":
+        routed = conda_past_channel(routed, variant, target, conda.last_release())
     first = _uninstall_first(release, variant, target) if manager == "pip" else None
     if first is not None and routed.route != Route.OFFLINE.value:
         return replace(routed, commands=(first, *routed.commands))

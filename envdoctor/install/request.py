@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 
 from envdoctor import knowledge
-from envdoctor.knowledge import Release, mirrors, parse_driver, parse_version
+from envdoctor.knowledge import Release, gpu_vendors, mirrors, parse_driver, parse_version
 from envdoctor.knowledge.archs import Capability
 from envdoctor.knowledge.gpus import GpuSpec, parse_gpu
 
@@ -72,15 +72,16 @@ def parse_variant(text: str) -> str | None:
     value = text.strip().lower()
     if value in ("auto", ""):
         return None
-    if value == "cpu":
-        return "cpu"
+    if value in ("cpu", "xpu"):
+        return value
     match = _CUDA_VERSION.match(value)
     if match:
         return f"cu{match.group(1)}{match.group(2)}"
     if _CU_VARIANT.match(value) or _ROCM_VARIANT.match(value):
         return value
     raise RequestError(
-        f"--cuda {text}: expected auto, cpu, a CUDA version such as 12.4, a variant such as cu124, or rocmX.Y"
+        f"--cuda {text}: expected auto, cpu, a CUDA version such as 12.4, a variant such as cu124, rocmX.Y "
+        "or xpu"
     )
 
 
@@ -128,19 +129,32 @@ class GpuNote:
     nvidia: bool
 
 
+@dataclass(frozen=True)
+class VendorGpuOption:
+    """--gpu gfx1100 (an AMD GPU by its gfx target) or --gpu xpu (an Intel GPU torch.xpu serves):
+    planned as a ROCm or XPU build when no NVIDIA GPU asks for CUDA."""
+
+    label: str
+    gfx: str | None = None  # None: the xpu keyword
+
+
 _PCI_ID = re.compile(r"^(?:0x)?([0-9a-fA-F]{4}):(?:0x)?([0-9a-fA-F]{4})$")
 _PCI_VENDORS = {"10de": "NVIDIA", "1002": "AMD", "1022": "AMD", "8086": "Intel"}
 _OTHER_VENDOR = re.compile(r"\b(amd|ati|radeon|instinct|intel|arc|iris|uhd|apple)\b", re.IGNORECASE)
 _NVIDIA_WORDS = re.compile(r"\b(nvidia|geforce|rtx|gtx|quadro|tesla|titan)\b", re.IGNORECASE)
 
 
-def parse_gpu_option(text: str) -> GpuSpec | GpuNote:
+def parse_gpu_option(text: str) -> GpuSpec | GpuNote | VendorGpuOption:
     """A known model or a compute capability; else a note: an unknown NVIDIA name (a bare
     "GeForce", a Kepler GeForce) or PCI id is planned with its architecture unknown, another
     vendor's device is left out."""
     value = text.strip()
     if not value:
         raise RequestError("--gpu: expected a GPU name such as 'RTX 3090', or sm_86")
+    if gpu_vendors.is_gfx(value.lower()):
+        return VendorGpuOption(value, value.lower())
+    if value.lower() == "xpu":
+        return VendorGpuOption(value)
     found = parse_gpu(value)
     if found is not None:
         return found
@@ -201,6 +215,9 @@ def check_combination(
         raise RequestError(f"--cuda {shown}: macOS has no CUDA or ROCm builds; expected cpu or auto")
     if variant is not None and variant.startswith("rocm") and platform != "linux-x86_64":
         raise RequestError(f"--cuda {shown}: ROCm builds exist for Linux x86_64 only")
+    if variant == "xpu":
+        _check_xpu(release, platform, shown)
+        variant = None  # the release and Python checks below, without the variant lists
     if release is not None:
         builds = release.builds(platform)
         if builds is None:
@@ -243,6 +260,17 @@ def check_combination(
         raise RequestError(
             f"no torch release in envdoctor's data has wheels for {platform}; known: "
             f"{', '.join(knowledge.known_platforms())}"
+        )
+
+
+def _check_xpu(release: Release | None, platform: str, shown: str | None) -> None:
+    if platform not in gpu_vendors.xpu_platforms():
+        where = " and ".join(gpu_vendors.xpu_platforms())
+        raise RequestError(f"--cuda {shown}: xpu builds exist for {where} only")
+    if release is not None and not gpu_vendors.has_xpu_build(release.torch, platform):
+        raise RequestError(
+            f"--cuda {shown}: torch {release.torch} has no xpu build; they start with torch "
+            f"{gpu_vendors.xpu_first_release()}"
         )
 
 

@@ -18,7 +18,7 @@ is the official command, as it always was.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit
 
@@ -49,6 +49,7 @@ class Routed:
     route: str = "index"  # plan.Route's value
     sentence: str | None = None
     suggestions: tuple[str, ...] = ()
+    leading: tuple[str, ...] = ()  # said before the planner's own suggestions (conda-forge when it leads)
 
 
 def _versions(release: Release) -> dict[str, str | None]:
@@ -146,18 +147,37 @@ def route(
         pins = _remote_pins(release, variant, index, None, target.platform)
         return Routed(_commands(manager, target, pins, index, variant))
     local = _local(release, variant, target, sources)
+    routed_local = _routed_local(local, sources) if manager == "uv" else None
+    if manager == "uv":
+        if routed_local is not None:
+            warnings.append(routed_local)
+        # uv reads an explicit index only for the packages [tool.uv.sources] routes to it, and `uv
+        # pip install` reads no [tool.uv.sources] at all: its wheels are not a source for the command.
+        local = {name: wheel for name, wheel in local.items() if not wheel.source.explicit}
     complete = all(name in local for name in _packages(release) if _versions(release).get(name))
     usable = sources.usable(index.url)
     if "torch" in local and (complete or not usable):
         return _local_route(release, variant, index, target, manager, local, usable)
     if usable:
-        return _index_route(release, variant, index, target, manager, sources, warnings)
+        return _index_route(
+            release, variant, index, target, manager, sources, warnings, routed=routed_local is not None
+        )
     others = _alternatives(release, variant, index, target, sources)
     if not others:
         return _offline_route(release, variant, index, target, sources)
     silent = sources.reach(index.url)
     warnings.append(f"{_host(silent.url)} did not answer ({silent.detail})")
-    return _index_route(release, variant, others[0], target, manager, sources, warnings, fallback=True)
+    return _index_route(
+        release,
+        variant,
+        others[0],
+        target,
+        manager,
+        sources,
+        warnings,
+        fallback=True,
+        routed=routed_local is not None,
+    )
 
 
 def _local(release: Release, variant: str, target: InstallTarget, sources: Sources) -> dict[str, LocalWheel]:
@@ -170,6 +190,20 @@ def _local(release: Release, variant: str, target: InstallTarget, sources: Sourc
         if wheel is not None:
             found[name] = wheel
     return found
+
+
+def _routed_local(local: dict[str, LocalWheel], sources: Sources) -> str | None:
+    """When [tool.uv.sources] routes torch to an explicit local index that holds the exact build,
+    the project commands take it from there: say so, and that `uv pip install` does not."""
+    torch = local.get("torch")
+    routed = dict(sources.uv_routes).get("torch")
+    if torch is None or not torch.source.explicit or routed is None or torch.source.name != routed:
+        return None
+    return (
+        f"pyproject.toml routes torch to the index {routed!r} ({torch.source.url}), which holds "
+        f"{torch.filename}: `uv sync` and `uv add` take it from there; `uv pip install` reads no "
+        "[tool.uv.sources], so its line names the build's index"
+    )
 
 
 def _local_route(
@@ -234,10 +268,13 @@ def _index_route(
     sources: Sources,
     warnings: list[str],
     fallback: bool = False,
+    routed: bool = False,
 ) -> Routed:
+    """`routed`: [tool.uv.sources] already routes torch to an index that holds this build, so the
+    project needs no snippet (said in a warning already)."""
     pins = _remote_pins(release, variant, index, sources, target.platform)
-    snippet = True
-    if manager == "uv":
+    snippet = not routed
+    if manager == "uv" and not routed:
         snippet, note = _uv_routed(variant, index, sources)
         if note is not None:
             warnings.append(note)
@@ -341,3 +378,60 @@ def _default_index_instead(release: Release, target: InstallTarget) -> tuple[str
         f"the default index answered and has torch {release.torch}'s {builds.pypi} build for "
         f"{target.platform} ({runs}): {command}",
     )
+
+
+# --- conda: where `-c NAME` resolves (mirror_facts.md 2.2 and 4.2) ---------------------------------
+
+CONDA_CUTOFF_ISSUE = "pytorch/pytorch#138506"
+NVIDIA_ON_MIRROR = (
+    "with an Anaconda mirror as channel_alias, '-c nvidia' fails: mirrors do not carry the nvidia "
+    "channel (https://github.com/tuna/issues/issues/1327); keep channel_alias at its default"
+)
+
+
+def conda_channel_route(command: Command, target: InstallTarget, last: str, warnings: list[str]) -> Routed:
+    """The pytorch channel's own command (up to its last release). The command names channels, never
+    URLs, so a configured mirror (channel_alias, custom_channels) is used, not bypassed."""
+    conda = target.sources.conda if target.sources is not None else None
+    if conda is None:
+        return Routed((command,))
+    url, how = conda.resolve("pytorch")
+    sentence = (
+        f"From the pytorch channel, which conda reads at {url} ({how}): PyTorch published its conda "
+        f"packages there up to torch {last}"
+    )
+    if conda.mirrored("pytorch"):
+        sentence += "; the command names the channel, not a URL, so conda goes through that mirror"
+    _, nvidia_how = conda.resolve("nvidia")
+    if "nvidia" in command.argv and nvidia_how.startswith("channel_alias") and conda.mirrored("nvidia"):
+        warnings.append(NVIDIA_ON_MIRROR)
+    return Routed((command,), "index", sentence)
+
+
+def conda_past_channel(routed: Routed, variant: str, target: InstallTarget, last: str) -> Routed:
+    """A release past the pytorch channel: pip inside the conda environment, said with why, and
+    conda-forge's community build as the conda-only alternative, through the configured channels."""
+    conda = target.sources.conda if target.sources is not None else None
+    if conda is None:
+        return routed
+    why = (
+        f"With pip inside the conda environment, because PyTorch's own conda channel stops at torch "
+        f"{last} ({CONDA_CUTOFF_ISSUE})"
+    )
+    if conda.has("conda-forge"):
+        why += (
+            ", and conda-forge, which your channels list, has only community builds whose versions "
+            "envdoctor cannot pin"
+        )
+    if routed.sentence:
+        why += "; " + routed.sentence[0].lower() + routed.sentence[1:]
+    package = "pytorch-gpu" if variant.startswith("cu") else "pytorch"
+    url, how = conda.resolve("conda-forge")
+    command = join(["conda", "install", "-c", "conda-forge", package, "torchvision"], target.os)
+    forge = (
+        f"conda-forge's community build instead (its own versions, not PyTorch's; conda reads "
+        f"conda-forge at {url}, {how}): {command}"
+    )
+    if conda.channels and conda.channels[0][0].rstrip("/").endswith("conda-forge"):
+        return replace(routed, sentence=why, leading=(forge, *routed.leading))
+    return replace(routed, sentence=why, suggestions=(*routed.suggestions, forge))

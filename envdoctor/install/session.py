@@ -15,6 +15,7 @@ from envdoctor.install.request import (
     Given,
     GpuNote,
     RequestError,
+    VendorGpuOption,
     check_combination,
     check_mirror,
     looks_like_python_version,
@@ -95,6 +96,7 @@ def build(given: Given, host: Host) -> tuple[InstallTarget, tuple[Input, ...]]:
     read = [parse_gpu_option(g) for g in given.gpus]
     gpus: tuple[GpuSpec, ...] = tuple(g for g in read if isinstance(g, GpuSpec))
     gpu_notes = tuple(g for g in read if isinstance(g, GpuNote))
+    vendor_given = tuple(g for g in read if isinstance(g, VendorGpuOption))
     nvidia_given = bool(gpus) or any(n.nvidia for n in gpu_notes)
     mirror_given = check_mirror(given.mirror) if given.mirror else None
 
@@ -165,6 +167,10 @@ def build(given: Given, host: Host) -> tuple[InstallTarget, tuple[Input, ...]]:
         shown += [f"{n.label} ({'architecture unknown' if n.nvidia else 'left out'})" for n in gpu_notes]
         inputs.append(Input("GPUs", ", ".join(shown), "given" if given.gpus else "detected"))
 
+    gfx_targets, want_xpu, vendor_input = _vendor_gpus(vendor_given, detected, bool(given.gpus))
+    if vendor_input is not None:
+        inputs.append(vendor_input)
+
     mirror, mirror_input = _mirror(mirror_given, detected, want_index)
     inputs += [
         Input("torch", release.torch if release else "newest that fits", "given" if release else "default"),
@@ -194,8 +200,29 @@ def build(given: Given, host: Host) -> tuple[InstallTarget, tuple[Input, ...]]:
         installed_torch=detected.installed_torch,
         want_cuda=want_cuda,
         notes=tuple(n.note for n in gpu_notes),
+        gfx_targets=gfx_targets,
+        want_xpu=want_xpu,
     )
     return target, tuple(inputs)
+
+
+def _vendor_gpus(
+    given: tuple[VendorGpuOption, ...], detected: Detected, gpus_given: bool
+) -> tuple[tuple[str, ...], bool, Input | None]:
+    """The AMD gfx targets and whether an Intel XPU is there: given (--gpu gfx1100, --gpu xpu), or
+    detected on this machine when no --gpu was given."""
+    if given:
+        gfx = tuple(dict.fromkeys(g.gfx for g in given if g.gfx))
+        xpu = any(g.gfx is None for g in given)
+        return gfx, xpu, Input("AMD/Intel GPUs", ", ".join(g.label for g in given), "given")
+    found = detected.vendors
+    if gpus_given or found is None or not found.gpus:
+        return (), False, None
+    amd = [g for g in found.amd if g.gfx_target]
+    discrete = [g for g in amd if not g.integrated] or amd
+    gfx = tuple(dict.fromkeys(g.gfx_target for g in discrete if g.gfx_target))
+    xpu = bool(found.xpu_gpus)
+    return gfx, xpu, Input("AMD/Intel GPUs", "; ".join(g.label for g in found.gpus), "detected")
 
 
 def _cuda_variants(variant: str | None) -> tuple[str, ...]:

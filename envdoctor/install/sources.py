@@ -26,6 +26,8 @@ from envdoctor import knowledge
 from envdoctor.knowledge import Release
 from envdoctor.probes.mirrors import CondaConfig, PipConfig, UvConfig, is_variable
 from envdoctor.probes.sources import (
+    UV_CONSTRAINT_SETTINGS,
+    ConstraintFile,
     ListingKind,
     ListingStatus,
     ReachCheck,
@@ -34,6 +36,7 @@ from envdoctor.probes.sources import (
 )
 
 TORCH_PACKAGES = ("torch", "torchvision", "torchaudio")
+PIP_CONSTRAINT = "pip's constraint"
 
 
 class SourceKind(str, enum.Enum):
@@ -78,6 +81,7 @@ class Constraint:
     file: str
     line: int
     lift: str  # how to take it away, in words
+    label: str = PIP_CONSTRAINT  # "uv's constraint", "uv's override"
 
     def allows(self, version: str) -> bool:
         try:
@@ -97,6 +101,50 @@ class Answer:
     detail: str = ""
 
 
+DEFAULT_CHANNEL_ALIAS = "https://conda.anaconda.org"  # conda/base/constants.py (mirror_facts.md 2.2)
+
+
+@dataclass(frozen=True)
+class CondaChannels:
+    """What decides where `conda install -c NAME` looks: the configured channels, channel_alias and
+    custom_channels, each with the file (or variable) that sets it, as conda merges them."""
+
+    channels: tuple[tuple[str, str], ...] = ()  # (name or URL, where), highest priority first
+    alias: str | None = None  # channel_alias, when set
+    alias_origin: str = ""
+    custom: tuple[tuple[str, str, str], ...] = ()  # custom_channels: (name, base URL, where)
+
+    def resolve(self, name: str) -> tuple[str, str]:
+        """(the URL conda reads for channel `name`, why that one): custom_channels first, "which takes
+        precedence over channel_alias", then channel_alias, then conda's default alias."""
+        if "://" in name:
+            return name, "a URL"
+        for custom, base, origin in self.custom:
+            if custom == name:
+                return f"{base.rstrip('/')}/{name}", f"custom_channels in {origin}"
+        if self.alias:
+            return f"{self.alias.rstrip('/')}/{name}", f"channel_alias in {self.alias_origin}"
+        return f"{DEFAULT_CHANNEL_ALIAS}/{name}", "conda's default channel_alias"
+
+    def mirrored(self, name: str) -> bool:
+        """Whether channel `name` resolves away from anaconda.org (a mirror, or a company proxy)."""
+        url, _ = self.resolve(name)
+        return not url.startswith(DEFAULT_CHANNEL_ALIAS + "/")
+
+    def has(self, name: str) -> bool:
+        return any(c == name or c.rstrip("/").endswith(f"/{name}") for c, _ in self.channels)
+
+
+def conda_channels(conda: CondaConfig) -> CondaChannels:
+    alias = conda.last("channel_alias")
+    return CondaChannels(
+        channels=tuple((name, setting.origin) for name, setting in conda.merged_list("channels")),
+        alias=alias.value if alias is not None and alias.value else None,
+        alias_origin=alias.origin if alias is not None else "",
+        custom=tuple((name, url, setting.origin) for name, url, setting in conda.custom_channels()),
+    )
+
+
 @dataclass(frozen=True)
 class Sources:
     manager: str = "pip"
@@ -110,6 +158,7 @@ class Sources:
     uv_routes: tuple[tuple[str, str], ...] = ()  # [tool.uv.sources]: (package, index name)
     channels: tuple[str, ...] = ()  # conda
     default_index: str | None = None  # PyPI's index URL, as pip knows it
+    conda: CondaChannels | None = None  # for conda plans: where `-c NAME` resolves
 
     def reach(self, url: str | None) -> Answer:
         """What is known of `url`'s host: the answer for the longest checked prefix of it, else one for
@@ -267,7 +316,28 @@ def wheel_filename(
 def _lift(path: str, line: int, origin: str) -> str:
     if is_variable(origin):
         return f"unset ${origin}, or remove line {line} of {path}"
+    if origin in UV_CONSTRAINT_SETTINGS:
+        return f"remove or relax the entry on line {line} of {path} ({origin})"
     return f"remove or relax line {line} of {path}"
+
+
+def _uv_constraints(files: tuple[ConstraintFile, ...]) -> list[Constraint]:
+    found = []
+    for file in files:
+        override = file.origin in ("UV_OVERRIDE", "override-dependencies")
+        label = "uv's override" if override else "uv's constraint"
+        found += [
+            Constraint(
+                canonicalize_name(c.project),
+                c.specifier,
+                file.path,
+                c.line,
+                _lift(file.path, c.line, file.origin),
+                label,
+            )
+            for c in file.lines
+        ]
+    return found
 
 
 def _pip_sources(pip: PipConfig) -> tuple[Source | None, list[Source], Source | None]:
@@ -353,6 +423,8 @@ def from_facts(
                     )
                     for c in file.lines
                 ]
+        if manager == "uv":
+            constraints += _uv_constraints(facts.uv_constraints)
         answers = [answer_of(check) for check in facts.reach]
     return Sources(
         manager=manager,
@@ -366,6 +438,7 @@ def from_facts(
         uv_routes=routes,
         channels=channels,
         default_index=default_index,
+        conda=conda_channels(conda) if manager == "conda" and conda is not None else None,
     )
 
 
@@ -379,7 +452,14 @@ def describe(sources: Sources) -> str:
         parts.append(f"{source.kind.value} {source.url}")
     if local:
         parts.append("local torch wheels: " + ", ".join(local))
-    parts += [f"constraint {c.text} ({c.file})" for c in sources.constraints]
+    parts += [
+        f"{'constraint' if c.label == PIP_CONSTRAINT else c.label} {c.text} ({c.file})"
+        for c in sources.constraints
+    ]
+    if sources.conda is not None and sources.conda.channels:
+        parts.append("conda channels " + ", ".join(name for name, _ in sources.conda.channels))
+    if sources.conda is not None and sources.conda.alias:
+        parts.append(f"channel_alias {sources.conda.alias}")
     if sources.offline:
         parts.append("offline")
     return "; ".join(parts)

@@ -352,6 +352,7 @@ class DriverMinimum:
     cuda: str
     toolkit: DriverVersion | None  # the toolkit's own minimum ("Toolkit Driver Version")
     compat: DriverVersion | None  # the minor-version-compatibility minimum of its major family
+    assumed: str | None = None  # carried forward by `envdoctor update` from this ("CUDA 13.2")
 
 
 def _system_key(os_name: str) -> str:
@@ -384,6 +385,8 @@ def driver_minimum(cuda: str, os_name: str) -> DriverMinimum | None:
         if assumed is not None:
             known = True
             toolkit = parse_driver(assumed.windows if key == "windows" else assumed.linux)
+            if toolkit is not None:
+                return DriverMinimum(wanted, toolkit, compat, assumed=assumed.origin)
     if not known:
         return None
     return DriverMinimum(cuda=wanted, toolkit=toolkit, compat=compat)

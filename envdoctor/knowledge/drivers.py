@@ -6,7 +6,7 @@ driver_support is envdoctor's one judgement of a driver: the planner, `check`'s 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from packaging.version import Version
 
@@ -39,6 +39,18 @@ class DriverSupport:
     floor: DriverVersion | None  # the lowest driver that runs it at all
     caveat: str | None = None  # a note the planner passes on with this variant
     toolkit: DriverVersion | None = None  # the toolkit's minimum in the data (Windows 13.x: its branch)
+    assumed: str | None = None  # the minimum is carried forward by `envdoctor update` from this
+
+    @property
+    def assumed_note(self) -> str | None:
+        """The plan's warning when the minimum is borrowed: no table in the data lists it."""
+        if self.assumed is None:
+            return None
+        return (
+            f"the minimum driver for CUDA {self.cuda} (>= {self.toolkit}) is assumed: `envdoctor "
+            f"update` carried it forward from {self.assumed}, as NVIDIA's table in envdoctor's data "
+            "does not list it yet"
+        )
 
     @property
     def runs(self) -> bool:
@@ -54,6 +66,14 @@ def driver_support(
     what the driver itself reports, so it beats the table. It also settles "too_old" across CUDA
     majors, which minor-version compatibility never bridges, even where the table lacks the variant.
     """
+    support = _driver_support(variant, driver, os_name, driver_cuda)
+    minimum = driver_minimum(support.cuda, os_name) if support.cuda else None
+    if minimum is not None and minimum.assumed is not None:
+        return replace(support, assumed=minimum.assumed)
+    return support
+
+
+def _driver_support(variant: str, driver: str | None, os_name: str, driver_cuda: str | None) -> DriverSupport:
     cuda = variant_cuda(variant) or ""
     minimum = driver_minimum(cuda, os_name) if cuda else None
     toolkit = minimum.toolkit if minimum else None

@@ -6,6 +6,7 @@ from typing import Any
 
 from envdoctor.probes import (
     environment,
+    gpu_vendors,
     mirrors,
     nvml,
     python_env,
@@ -21,6 +22,7 @@ PROBES: tuple[ProbeSpec[Any], ...] = (
     system.PROBE,
     python_env.PROBE,
     nvml.PROBE,
+    gpu_vendors.PROBE,
     torch_build.PROBE,
     toolkit.PROBE,
     windows.PROBE,

@@ -118,6 +118,7 @@ class SourcesFacts:
     offline: bool = False
     home: str | None = None
     uv_routes: tuple[UvRoute, ...] = ()
+    uv_constraints: tuple[ConstraintFile, ...] = ()  # UV_CONSTRAINT/UV_OVERRIDE, [tool.uv] settings
 
 
 # --- local listings -------------------------------------------------------------------------------
@@ -260,6 +261,16 @@ def _constraint_lines(text: str) -> tuple[ConstraintLine, ...]:
     return tuple(found)
 
 
+def _constraint_file(host: Host, path: str, origin: str) -> ConstraintFile:
+    if not host.exists(path) or host.is_dir(path):
+        return ConstraintFile(path, origin, ListingStatus.MISSING)
+    try:
+        text = host.read_text(path)
+    except (OSError, UnicodeError) as exc:
+        return ConstraintFile(path, origin, ListingStatus.UNREADABLE, error=str(exc))
+    return ConstraintFile(path, origin, ListingStatus.LISTED, _constraint_lines(text))
+
+
 def read_constraints(host: Host, os_name: str, pip: PipConfig | None) -> tuple[ConstraintFile, ...]:
     if pip is None:
         return ()
@@ -272,15 +283,65 @@ def read_constraints(host: Host, os_name: str, pip: PipConfig | None) -> tuple[C
         path = local_path(item, os_name, cwd)
         if path is None:
             continue  # a constraint URL: pip fetches it; envdoctor does not
-        if not host.exists(path) or host.is_dir(path):
-            found.append(ConstraintFile(path, setting.origin, ListingStatus.MISSING))
+        found.append(_constraint_file(host, path, setting.origin))
+    return tuple(found)
+
+
+# uv's own constraints (docs.astral.sh/uv/reference/settings and .../environment):
+# `constraint-dependencies` and `override-dependencies` in uv.toml or [tool.uv], which `uv pip
+# install` and `uv add` apply (astral-sh/uv#5248, #16215), and the files UV_CONSTRAINT and
+# UV_OVERRIDE name (space-separated, as --constraint/--override). uv reads no PIP_CONSTRAINT
+# (astral-sh/uv#10686). Constraints add up; an override replaces the requirement it names, so a
+# pin it does not allow is installed at the override's version instead: both reject the pin.
+UV_CONSTRAINT_VARIABLES = ("UV_CONSTRAINT", "UV_OVERRIDE")
+UV_CONSTRAINT_SETTINGS = ("constraint-dependencies", "override-dependencies")
+
+
+def _uv_setting_lines(text: str, values: Sequence[str]) -> tuple[ConstraintLine, ...]:
+    """The entries of a constraint-dependencies list that name torch, with the line each is on."""
+    found = []
+    lines = text.splitlines()
+    for value in values:
+        parsed = _constraint_lines(value)
+        if not parsed:
             continue
-        try:
-            text = host.read_text(path)
-        except (OSError, UnicodeError) as exc:
-            found.append(ConstraintFile(path, setting.origin, ListingStatus.UNREADABLE, error=str(exc)))
-            continue
-        found.append(ConstraintFile(path, setting.origin, ListingStatus.LISTED, _constraint_lines(text)))
+        number = next((i for i, raw in enumerate(lines, start=1) if value in raw), 0)
+        found += [ConstraintLine(c.project, c.specifier, number) for c in parsed]
+    return tuple(found)
+
+
+def _uv_config_constraints(host: Host, path: str) -> list[ConstraintFile]:
+    try:
+        text = host.read_text(path)
+        data = parse_toml(text)
+    except (OSError, UnicodeError, ConfigSyntaxError):
+        return []  # the mirrors probe already reports a file it cannot read
+    table: Any = data.get("tool", {}).get("uv") if path.endswith("pyproject.toml") else data
+    if not isinstance(table, dict):
+        return []
+    found = []
+    for key in UV_CONSTRAINT_SETTINGS:
+        values = table.get(key)
+        if isinstance(values, list) and all(isinstance(v, str) for v in values):
+            found.append(ConstraintFile(path, key, ListingStatus.LISTED, _uv_setting_lines(text, values)))
+    return found
+
+
+def read_uv_constraints(host: Host, os_name: str, uv: UvConfig | None) -> tuple[ConstraintFile, ...]:
+    """uv's constraints and overrides: the variables' files first, then each loaded configuration
+    file's settings (uv concatenates lists from the project, user and system files)."""
+    if uv is None:
+        return ()
+    cwd = host.cwd()
+    found: list[ConstraintFile] = []
+    for variable in UV_CONSTRAINT_VARIABLES:
+        for item in host.env.get(variable, "").split():
+            path = local_path(item, os_name, cwd)
+            if path is not None:  # a URL: uv fetches it; envdoctor does not
+                found.append(_constraint_file(host, path, variable))
+    for file in uv.files:
+        if file.status == LOADED:
+            found += _uv_config_constraints(host, file.path)
     return tuple(found)
 
 
@@ -373,6 +434,7 @@ def collect_sources(
         offline=offline,
         home=host.home(),
         uv_routes=uv_routes(host, uv),
+        uv_constraints=read_uv_constraints(host, os_name, uv),
     )
 
 
@@ -405,6 +467,16 @@ def describe(facts: SourcesFacts) -> str:
         named = ", ".join(f"{c.project}{c.specifier}" for c in file.lines)
         where = f"${file.origin}" if is_variable(file.origin) else short_path(file.path, facts.home)
         parts.append(f"constraints {named or '(none on torch)'} ({where})")
+    for file in facts.uv_constraints:
+        named = ", ".join(f"{c.project}{c.specifier}" for c in file.lines)
+        if file.origin in UV_CONSTRAINT_SETTINGS and not named:
+            continue  # a project's constraint-dependencies on other packages: not torch's business
+        where = short_path(file.path, facts.home)
+        if is_variable(file.origin):
+            where = f"${file.origin}: {where}"
+        elif file.origin in UV_CONSTRAINT_SETTINGS:
+            where = f"{file.origin} in {where}"
+        parts.append(f"uv constraints {named or '(none on torch)'} ({where})")
     if facts.offline:
         parts.append("network not asked (--offline)")
     else:

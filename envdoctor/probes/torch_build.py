@@ -161,6 +161,17 @@ class ChildEnd:
 
 
 @dataclass(frozen=True)
+class AcceleratorFacts:
+    """AMD and Intel GPUs as this torch sees them (child records from envdoctor 0.1 on; older
+    snapshots have none)."""
+
+    xpu: str | None = None  # torch.version.xpu: set in +xpu builds
+    xpu_available: bool | None = None  # torch.xpu.is_available(); None: no torch.xpu (torch < 2.4)
+    xpu_devices: tuple[TorchDevice, ...] = ()
+    gfx_targets: tuple[str | None, ...] = ()  # ROCm: each device's gcnArchName, flags cut ("gfx90a")
+
+
+@dataclass(frozen=True)
 class TorchFacts:
     installed: bool
     dist_version: str | None = None
@@ -185,6 +196,7 @@ class TorchFacts:
     smoke: SmokeFacts | None = None  # None: not run (older snapshots, no torch, import failed)
     extensions: ExtensionFacts | None = None  # None: not examined (snapshots from before it was)
     numpy: NumpyFacts | None = None  # None: not looked at (older snapshots, torch not installed)
+    accelerators: AcceleratorFacts | None = None  # None: not looked at (older snapshots)
 
     @property
     def imported(self) -> bool:
@@ -210,6 +222,8 @@ class TorchFacts:
             return "cu" + self.cuda.replace(".", "")[:3]
         if self.hip:
             return "rocm" + ".".join(self.hip.split(".")[:2])
+        if self.accelerators is not None and self.accelerators.xpu:
+            return "xpu"
         return "cpu"
 
     @property
@@ -338,6 +352,26 @@ def _numpy(raw: Any) -> NumpyFacts | None:
     )
 
 
+def _accelerators(raw: Mapping[str, Any]) -> AcceleratorFacts | None:
+    if "xpu" not in raw and "gfx_targets" not in raw:
+        return None  # a child from before these were looked at
+    available = raw.get("xpu_available")
+    return AcceleratorFacts(
+        xpu=_text(raw.get("xpu")),
+        xpu_available=available if isinstance(available, bool) else None,
+        xpu_devices=tuple(
+            TorchDevice(
+                index=int(d.get("index", i)),
+                name=_text(d.get("name")),
+                total_memory_bytes=d.get("total_memory_bytes"),
+            )
+            for i, d in enumerate(raw.get("xpu_devices") or ())
+            if isinstance(d, Mapping)
+        ),
+        gfx_targets=tuple(_text(g) for g in raw.get("gfx_targets") or ()),
+    )
+
+
 def facts_from_outcome(outcome: ChildOutcome, smoke: bool = True) -> TorchFacts:
     """Turn the child's records, or the way it died, into facts."""
     records = [r for r in outcome.records if r.get("record") == "torch"]
@@ -393,6 +427,7 @@ def facts_from_outcome(outcome: ChildOutcome, smoke: bool = True) -> TorchFacts:
         import_seconds=raw.get("import_seconds"),
         cuda_visible_devices=raw.get("cuda_visible_devices"),
         numpy=_numpy(raw.get("numpy")),
+        accelerators=_accelerators(raw),
         smoke=smoke_facts.smoke_from_records(outcome.records, outcome)
         if smoke
         else smoke_facts.skipped("--no-smoke"),
@@ -441,12 +476,18 @@ def describe(facts: TorchFacts) -> str:
             parts.append(f"cuDNN {facts.cudnn}")
     elif facts.hip:
         parts.append(f"ROCm/HIP {facts.hip}")
+    elif facts.accelerators is not None and facts.accelerators.xpu:
+        parts.append(f"Intel XPU {facts.accelerators.xpu}")
     else:
         parts.append("CPU-only build")
     if facts.cuda or facts.hip:
         parts.append(
             f"{facts.device_count or 0} device(s) usable" if facts.cuda_available else "GPU not usable"
         )
+    elif facts.accelerators is not None and facts.accelerators.xpu:
+        xpu = facts.accelerators
+        usable = f"{len(xpu.xpu_devices)} XPU device(s) usable"
+        parts.append(usable if xpu.xpu_available else "XPU not usable")
     if facts.mps_available:
         parts.append("MPS available")
     text = ", ".join(parts)

@@ -30,6 +30,7 @@ class DeviceKind(TextEnum):
     CUDA = "cuda"
     ROCM = "rocm"
     MPS = "mps"
+    XPU = "xpu"  # Intel GPUs through torch.xpu
 
 
 PROBLEM_STATUSES = (StepStatus.WRONG, StepStatus.FAILED, StepStatus.TIMEOUT, StepStatus.CRASHED)

@@ -1,10 +1,21 @@
-"""Every rule, by area. Codes: 0xx torch install, 1xx driver, 2xx build, 3xx GPU architecture and
-smoke test, 4xx CUDA toolkit and library paths, 5xx mirrors and package indexes, 6xx Windows runtime
-and DLL loading, 7xx expectations, 8xx fleets (many nodes judged together), 9xx envdoctor itself."""
+"""Every rule, by area. Codes: 0xx torch install, 1xx driver (15x: AMD and Intel GPUs), 2xx build,
+3xx GPU architecture and smoke test, 4xx CUDA toolkit and library paths, 5xx mirrors and package
+indexes, 6xx Windows runtime and DLL loading, 7xx expectations, 8xx fleets (many nodes judged
+together), 9xx envdoctor itself."""
 
 from __future__ import annotations
 
-from envdoctor.rules import envdoctor, expectations, fleet, mirrors, nvml, toolkit, torch, windows
+from envdoctor.rules import (
+    envdoctor,
+    expectations,
+    fleet,
+    gpu_vendors,
+    mirrors,
+    nvml,
+    toolkit,
+    torch,
+    windows,
+)
 from envdoctor.rules.base import Hit, Rule, RuleContext, RuleDoc
 
 # Listed by code, whatever the area packages' order: `envdoctor rules` and the README read this.
@@ -19,6 +30,7 @@ RULES: tuple[Rule, ...] = tuple(
             *expectations.RULES,
             *fleet.RULES,
             *envdoctor.RULES,
+            *gpu_vendors.RULES,
         ),
         key=lambda rule: rule.code,
     )

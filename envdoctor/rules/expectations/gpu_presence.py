@@ -69,6 +69,9 @@ def _no_gpu_fixes(ctx: RuleContext, view: GpuView) -> tuple[Fix, ...]:
     severity=Severity.ERROR,
     summary="the project needs a GPU, and torch can use none",
     needs=(Expectations,),
+    # An AMD or Intel GPU the installed build cannot use: that error names the build to install
+    # (ED153, a warning, is milder than this error and so never its cause).
+    consequence_of=("ED152", "ED154", "ED155"),
     doc=RuleDoc(
         what="With require-gpu (or any GPU expectation: min-gpus, require-capability, "
         "min-gpu-memory, require-smoke), whether torch.cuda.is_available() is True with at "

@@ -12,6 +12,7 @@ from envdoctor import knowledge
 from envdoctor.knowledge import gpu_access, parse_driver
 from envdoctor.knowledge.drivers import DriverKind, driver_support
 from envdoctor.model import Fix, Severity
+from envdoctor.probes.gpu_vendors import GpuVendorFacts
 from envdoctor.probes.nvml import NvmlFacts, NvmlStatus
 from envdoctor.probes.system import SystemFacts
 from envdoctor.probes.torch_build import TorchFacts
@@ -256,6 +257,9 @@ def no_nvidia_gpu(ctx: RuleContext) -> Iterator[Hit]:
     nvml = ctx.need(NvmlFacts)
     if nvml.status != NvmlStatus.LIBRARY_NOT_FOUND or nvml.pci_nvidia_devices:
         return
+    vendors = ctx.get(GpuVendorFacts)
+    if vendors is not None and (vendors.amd or vendors.xpu_gpus):
+        return  # an AMD or Intel GPU torch can use: "no GPU" would be wrong (the gpu_vendors area)
     torch = ctx.get(TorchFacts)
     system = ctx.get(SystemFacts)
     detail = "torch will run on the CPU."

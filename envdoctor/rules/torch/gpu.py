@@ -350,7 +350,9 @@ def _step_story(step: SmokeStep) -> str:
     severity=Severity.ERROR,
     summary="a smoke-test step (matmul, autograd, fp16/bf16, conv) failed or computed wrong numbers",
     needs=(TorchFacts,),
-    consequence_of=("ED125", "ED127"),  # CUDA's unknown error at start, a GPU held in exclusive mode
+    # An AMD GPU the ROCm build has no kernels for; CUDA's unknown error at start, a GPU held in
+    # exclusive mode.
+    consequence_of=("ED150", "ED151", "ED125", "ED127"),
     doc=RuleDoc(
         what="The smoke test's steps on every device: a first kernel, a matmul against a CPU "
         "reference, autograd against the analytic gradient, fp16/bf16 matmuls, a conv2d against "
@@ -393,7 +395,9 @@ def smoke_test_failed(ctx: RuleContext) -> Iterator[Hit]:
         labels = ", ".join(d.device for d, _ in members)
         name = f" ({device.name})" if device.name else ""
         if device.gpu:
-            available = "torch.backends.mps" if device.kind == DeviceKind.MPS else "torch.cuda"
+            available = {DeviceKind.MPS: "torch.backends.mps", DeviceKind.XPU: "torch.xpu"}.get(
+                device.kind, "torch.cuda"
+            )
             title = f"{first.label} fails on {labels}{name} although {available}.is_available() is True"
         else:
             title = f"the CPU smoke test fails: {first.label}"
