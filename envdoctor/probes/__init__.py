@@ -31,6 +31,11 @@ PROBES: tuple[ProbeSpec[Any], ...] = (
     environment.PROBE,
 )
 
+# GPU access (containers, WSL, device files, NVML device state): appended, so merges stay easy.
+from envdoctor.probes import gpu_access  # noqa: E402
+
+PROBES = (*PROBES, gpu_access.PROBE)
+
 PROBES_BY_NAME: dict[str, ProbeSpec[Any]] = {p.name: p for p in PROBES}
 
 __all__ = ["PROBES", "PROBES_BY_NAME", "CheckOptions", "NotApplicable", "ProbeContext", "ProbeSpec"]

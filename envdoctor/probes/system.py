@@ -61,17 +61,10 @@ def _distro(host: Host) -> dict[str, str]:
 
 
 def _container(host: Host) -> str | None:
-    if host.exists("/.dockerenv"):
-        return "docker"
-    if host.exists("/run/.containerenv"):
-        return "podman"
-    if host.env.get("KUBERNETES_SERVICE_HOST"):
-        return "kubernetes"
-    cgroup = _read(host, "/proc/1/cgroup")
-    for marker in ("kubepods", "docker", "containerd", "lxc"):
-        if marker in cgroup:
-            return "kubernetes" if marker == "kubepods" else marker
-    return None
+    # One detector for the system line and the GPU-access facts (markers in knowledge/gpu_access.json).
+    from envdoctor.probes.gpu_access import detect_container
+
+    return detect_container(host)[0]
 
 
 def collect(ctx: ProbeContext) -> SystemFacts:

@@ -106,6 +106,10 @@ def driver_fix(ctx: RuleContext, minimum: str | None = None) -> Fix:
     need = f" (at least {minimum})" if minimum else ""
     if ctx.platform.os == "linux":
         system = ctx.get(SystemFacts)
+        if system is not None and system.wsl:  # WSL runs the Windows driver: never a Linux one
+            from envdoctor.knowledge.gpu_access import windows_driver_fix
+
+            return windows_driver_fix(minimum)
         how = driver_install(system.distro if system else None, system.distro_like if system else ())
         if not how.commands:
             return Fix(

@@ -1,8 +1,8 @@
-"""Rules of the nvml area: the NVIDIA driver and GPUs NVML reports."""
+"""Rules of the nvml area: the NVIDIA driver and GPUs NVML reports, and how this process reaches them."""
 
 from __future__ import annotations
 
 from envdoctor.rules.base import Rule, rules_in
-from envdoctor.rules.nvml import driver
+from envdoctor.rules.nvml import access, device_state, driver
 
-RULES: tuple[Rule, ...] = rules_in(driver)
+RULES: tuple[Rule, ...] = rules_in(driver, access, device_state)

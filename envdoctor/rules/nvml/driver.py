@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from packaging.version import Version
 
 from envdoctor import knowledge
-from envdoctor.knowledge import parse_driver
+from envdoctor.knowledge import gpu_access, parse_driver
 from envdoctor.knowledge.drivers import DriverKind, driver_support
 from envdoctor.model import Fix, Severity
 from envdoctor.probes.gpu_vendors import GpuVendorFacts
@@ -191,6 +191,7 @@ _BROKEN_DRIVER = {
     severity=Severity.ERROR,
     summary="an NVIDIA GPU is present but the driver is missing, not loaded or mismatched",
     needs=(NvmlFacts,),
+    consequence_of=("ED122", "ED124"),  # a driver inside the image, a Linux driver inside WSL
     doc=RuleDoc(
         what="NVML's status: library not found while an NVIDIA display controller is on the "
         "PCI bus, driver not loaded, driver/library version mismatch, or no permission.",
@@ -221,16 +222,19 @@ def gpu_without_working_driver(ctx: RuleContext) -> Iterator[Hit]:
             f"({', '.join(nvml.pci_nvidia_devices)}), but the driver library (libnvidia-ml) cannot "
             "be loaded, so no program can use them."
         )
+        fixes: tuple[Fix, ...] = (driver_fix(ctx),)
         if system is not None and system.container:
             detail += (
                 f" Inside a {system.container} container the host's driver must be passed in "
                 "(docker run --gpus all with the NVIDIA Container Toolkit)."
             )
+            # Not a driver install inside the container: the runtime's way to pass the GPU in.
+            fixes = gpu_access.gpu_access_fixes(system.container)
         yield Hit(
             title="an NVIDIA GPU is present but no NVIDIA driver works",
             detail=detail,
             evidence=("nvml.status = library_not_found", "nvml.pci_nvidia_devices"),
-            fixes=(driver_fix(ctx),),
+            fixes=fixes,
         )
 
 
@@ -240,6 +244,7 @@ def gpu_without_working_driver(ctx: RuleContext) -> Iterator[Hit]:
     severity=Severity.INFO,
     summary="no NVIDIA GPU or driver was found; torch runs on the CPU",
     needs=(NvmlFacts,),
+    consequence_of=("ED121", "ED123", "ED124"),  # a container without the GPU, WSL 1, WSL 2 broken
     doc=RuleDoc(
         what="Whether the machine has no NVIDIA driver and no NVIDIA GPU on the PCI bus.",
         why="Says plainly that CPU-only is the expected state here, so nobody chases a GPU "

@@ -100,7 +100,8 @@ def cpu_only_torch_on_gpu_machine(ctx: RuleContext) -> Iterator[Hit]:
     severity=Severity.ERROR,
     summary="a CUDA build of torch cannot use the GPU although the driver looks fine",
     needs=(TorchFacts, NvmlFacts),
-    consequence_of=("ED305",),
+    # A retired GPU; or the device and module states of the nvml area (WSL, uvm, exclusive, MIG).
+    consequence_of=("ED305", "ED124", "ED125", "ED126", "ED127", "ED128"),
     doc=RuleDoc(
         what="A CUDA build, NVML sees GPUs, the driver is new enough, and yet "
         "torch.cuda.is_available() is False; torch's warnings are shown verbatim.",
