@@ -64,6 +64,44 @@ def probes_until(until: float) -> float:
 
 _at_exit = False
 
+# Python runs signal handlers in the main thread, between any two bytecodes. A handler that ran
+# while the main thread holds _lock would wait for it forever (kill_all takes it too), and one that
+# raised inside `start()` (subprocess.Popen, after the fork) would leave a child nobody knows of.
+# So while the main thread is inside _Held, a signal is noted and handled the moment it leaves.
+_main_held = 0  # how deep the main thread is in _Held sections
+_pending: int | None = None  # the signal that arrived meanwhile
+
+
+class _Held:
+    """_lock held; a signal arriving in the main thread meanwhile is handled on the way out."""
+
+    def __enter__(self) -> None:
+        global _main_held
+        if threading.current_thread() is threading.main_thread():
+            _main_held += 1
+        _lock.acquire()
+
+    def __exit__(self, *_exc: object) -> None:
+        global _main_held, _pending
+        _lock.release()
+        if threading.current_thread() is not threading.main_thread():
+            return
+        _main_held -= 1
+        if _main_held == 0 and _pending is not None:
+            number, _pending = _pending, None
+            handler = signal.getsignal(number)
+            if callable(handler):
+                handler(number, None)  # kills every child, the one just started included
+
+
+def _deferred(number: int) -> bool:
+    """True when the main thread holds _lock: the signal is handled once it lets go."""
+    global _pending
+    if _main_held and threading.current_thread() is threading.main_thread():
+        _pending = number
+        return True
+    return False
+
 
 def track(start: Any) -> subprocess.Popen[Any]:
     """Start a child with `start()` and remember it until `forget`; refused while exiting.
@@ -71,7 +109,7 @@ def track(start: Any) -> subprocess.Popen[Any]:
     The first child also registers kill_all at exit, for callers that never ran `install`
     (envdoctor.require in someone's program)."""
     global _at_exit
-    with _lock:
+    with _Held():
         if _closing:
             raise Exiting("envdoctor is exiting")
         if not _at_exit:
@@ -83,7 +121,7 @@ def track(start: Any) -> subprocess.Popen[Any]:
 
 
 def forget(proc: subprocess.Popen[Any]) -> None:
-    with _lock:
+    with _Held():
         _children.discard(proc)
 
 
@@ -101,7 +139,7 @@ def kill_tree(proc: subprocess.Popen[Any]) -> None:
 def kill_all(closing: bool = True) -> None:
     """Kill every child still running; with `closing` (at exit), start no more."""
     global _closing
-    with _lock:
+    with _Held():
         _closing = _closing or closing
         running = list(_children)
         _children.clear()
@@ -113,12 +151,15 @@ def kill_all(closing: bool = True) -> None:
 def _on_signal(number: int, _frame: object) -> None:
     """Every child's process group killed at once, one line, then KeyboardInterrupt in the main
     thread: the CLI turns it into exit 130, and `envdoctor fix` first reports what it changed."""
+    if _deferred(number):
+        return
     kill_all(closing=False)  # what follows (fix's report) may still run a program
     try:
         name = signal.Signals(number).name
     except ValueError:
         name = str(number)
-    with contextlib.suppress(OSError, ValueError, AttributeError):
+    # RuntimeError: the main thread was itself writing to stderr (a reentrant call)
+    with contextlib.suppress(OSError, ValueError, AttributeError, RuntimeError):
         sys.stderr.write(f"\nenvdoctor: interrupted ({name}); stopped every process it had started\n")
         sys.stderr.flush()
     raise KeyboardInterrupt
@@ -127,6 +168,8 @@ def _on_signal(number: int, _frame: object) -> None:
 def _on_signal_while_closing(number: int, frame: object) -> None:
     """Past the CLI's own handling (exit and its clean-up): the same line, then exit 130 at once
     instead of a KeyboardInterrupt that nothing is left to catch."""
+    if _deferred(number):
+        return
     with contextlib.suppress(KeyboardInterrupt):
         _on_signal(number, frame)
     os._exit(EXIT_INTERRUPTED)
