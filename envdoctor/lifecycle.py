@@ -3,8 +3,14 @@
 Every child (the torch child, nvcc, the interpreter's self-report) runs in a session of its own, so
 a timeout can kill its whole tree; that also means a Ctrl-C in the terminal never reaches it. So
 envdoctor keeps the list here and kills every child's process group on every way out: a normal
-exit, an exception, SIGINT, SIGTERM or SIGHUP (then one line on stderr, KeyboardInterrupt in the
-main thread, and exit 130).
+exit, an exception, SIGINT, SIGTERM or SIGHUP (then one line on stderr and exit 130 at once).
+
+A signal ends the process from its handler (os._exit) rather than by raising KeyboardInterrupt:
+Python runs the handler at whatever bytecode the main thread is at, and an exception raised there
+can be swallowed (inside a weakref callback of the import system: the check went on and exited 0)
+or can mark the whole interpreter as killed by SIGINT although the CLI caught it (inside the
+`exec` of a dataclass's generated __init__: exit -2 instead of 130). Only `interruptible` code
+(`envdoctor fix`, which reports what it changed) gets the KeyboardInterrupt.
 
 A closed stdout (`envdoctor rules | head -1`) is not a failure either: output goes to the null
 device from then on and the run ends with the code it would have had.
@@ -19,6 +25,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:  # subprocess itself loads only with the first child (help and explain never start one)
@@ -148,12 +155,22 @@ def kill_all(closing: bool = True) -> None:
             kill_tree(proc)
 
 
-def _on_signal(number: int, _frame: object) -> None:
-    """Every child's process group killed at once, one line, then KeyboardInterrupt in the main
-    thread: the CLI turns it into exit 130, and `envdoctor fix` first reports what it changed."""
-    if _deferred(number):
-        return
-    kill_all(closing=False)  # what follows (fix's report) may still run a program
+_interruptible = 0  # depth of `interruptible` sections: a signal raises KeyboardInterrupt there
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """Inside: a signal kills the children, says so, and raises KeyboardInterrupt for the caller
+    to report and clean up; the caller must let nothing else than its own code run meanwhile."""
+    global _interruptible
+    _interruptible += 1
+    try:
+        yield
+    finally:
+        _interruptible -= 1
+
+
+def _say_interrupted(number: int) -> None:
     try:
         name = signal.Signals(number).name
     except ValueError:
@@ -162,26 +179,32 @@ def _on_signal(number: int, _frame: object) -> None:
     with contextlib.suppress(OSError, ValueError, AttributeError, RuntimeError):
         sys.stderr.write(f"\nenvdoctor: interrupted ({name}); stopped every process it had started\n")
         sys.stderr.flush()
-    raise KeyboardInterrupt
 
 
-def _on_signal_while_closing(number: int, frame: object) -> None:
-    """Past the CLI's own handling (exit and its clean-up): the same line, then exit 130 at once
-    instead of a KeyboardInterrupt that nothing is left to catch."""
+def _on_signal(number: int, _frame: object) -> None:
+    """Every child's process group killed at once, one line, exit 130 at once; inside
+    `interruptible` (envdoctor fix) a KeyboardInterrupt instead, so fix reports what it changed."""
     if _deferred(number):
         return
-    with contextlib.suppress(KeyboardInterrupt):
-        _on_signal(number, frame)
+    if _interruptible and not _closing:
+        kill_all(closing=False)  # what follows (fix's report) may still run a program
+        _say_interrupted(number)
+        raise KeyboardInterrupt
+    kill_all(closing=True)  # and no probe thread starts another one before the exit
+    _say_interrupted(number)
     os._exit(EXIT_INTERRUPTED)
 
 
 def closing() -> None:
-    """From here on a signal ends the process with 130 (children killed, one line)."""
+    """From here on (exit and its clean-up) a signal ends the process with 130, children killed
+    and one line, even inside `interruptible`."""
+    global _interruptible
+    _interruptible = 0
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):
         number = getattr(signal, name, None)
         if number is not None:
             with contextlib.suppress(ValueError, OSError):
-                signal.signal(number, _on_signal_while_closing)
+                signal.signal(number, _on_signal)
 
 
 class _QuietStdout:
