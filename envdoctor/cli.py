@@ -6,6 +6,8 @@ run as asked (bad option, unreadable input, an interpreter that does not run).
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from collections.abc import Sequence
 from enum import Enum
@@ -22,6 +24,7 @@ from envdoctor.cli_update import register as register_update
 if TYPE_CHECKING:
     from envdoctor.model import Interpreter, PlatformInfo, ProbeResult
     from envdoctor.probes.base import ProbeSpec
+    from envdoctor.progress import Progress
 
 EXIT_USAGE = 2
 
@@ -96,6 +99,7 @@ def _live_report_inputs(
     smoke_size: int | None = None,
     offline: bool = False,
     details: bool = False,
+    progress: Progress | None = None,
 ) -> tuple[PlatformInfo, Interpreter, tuple[ProbeResult, ...]]:
     from envdoctor import lifecycle
     from envdoctor.engine import run_probes
@@ -122,7 +126,8 @@ def _live_report_inputs(
     chosen = PROBES if probes is None else probes
     if not details:  # what only a bug report needs is not collected for a check
         chosen = tuple(p for p in chosen if not p.on_request)
-    results = run_probes(ctx, chosen, while_waiting=lambda: _warm_renderer(fmt))
+    watch = progress.watch if progress is not None else None
+    results = run_probes(ctx, chosen, while_waiting=lambda: _warm_renderer(fmt), watch=watch)
     try:
         target.info  # noqa: B018 - an interpreter that did not answer is exit 2, not a finding
     except TargetError as exc:
@@ -206,15 +211,20 @@ def check(
             fail(str(exc))
         report = judge(snap.platform, snap.interpreter, snap.probes, settings, source=from_snapshot)
     else:
-        inputs = _live_report_inputs(
-            python,
-            timeout,
-            fmt,
-            selected_probes(settings),
-            smoke=not no_smoke,
-            smoke_size=smoke_size,
-            offline=offline,
-        )
+        from envdoctor.progress import Progress, wanted
+
+        shown = wanted(sys.stderr, os.environ, console_format=fmt is ReportFormat.console)
+        with Progress(sys.stderr) if shown else contextlib.nullcontext() as progress:
+            inputs = _live_report_inputs(
+                python,
+                timeout,
+                fmt,
+                selected_probes(settings),
+                smoke=not no_smoke,
+                smoke_size=smoke_size,
+                offline=offline,
+                progress=progress,
+            )  # the spinner is cleared here, before the report
         report = judge(*inputs, settings)
     emit(report, fmt, verbose, output, _write)
     raise typer.Exit(report.exit_code)
