@@ -387,13 +387,45 @@ from envdoctor import cli_fleet  # noqa: E402
 cli_fleet.register(app)
 
 
+# Below these widths typer's rich help cuts option names ("--require-…"): click's own formatter
+# wraps the help text instead and never cuts a name. The root page fits from cli_help.MIN_WIDTH.
+COMMAND_HELP_MIN_WIDTH = 80
+
+
+def _help_width() -> int:
+    """The width typer's help is drawn for: TERMINAL_WIDTH, COLUMNS, else the terminal's."""
+    import shutil
+
+    from envdoctor.limits import small_int
+
+    for name in ("TERMINAL_WIDTH", "COLUMNS"):
+        value = small_int(os.environ.get(name, ""))
+        if value:
+            return value
+    return shutil.get_terminal_size().columns
+
+
+def _command() -> Any:
+    """The click command of the app; on a narrow terminal with plain help where rich's would cut."""
+    from envdoctor.cli_help import MIN_WIDTH
+
+    command = typer.main.get_command(app)
+    width = _help_width()
+    if width < MIN_WIDTH:
+        command.rich_markup_mode = None  # type: ignore[attr-defined]
+    if width < COMMAND_HELP_MIN_WIDTH:
+        for sub in getattr(command, "commands", {}).values():
+            sub.rich_markup_mode = None
+    return command
+
+
 def main() -> None:
     """Entry point: usage errors become one line and exit 2, never a traceback."""
     from envdoctor.stream_text import protect_standard_streams
 
     protect_standard_streams()
     try:
-        rc = app(standalone_mode=False)
+        rc = _command()(standalone_mode=False)
     except KeyboardInterrupt:
         sys.exit(130)
     except BrokenPipeError:

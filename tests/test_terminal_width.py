@@ -170,3 +170,33 @@ def test_install_wraps_its_prose_and_never_a_command(width: int) -> None:
     assert f"$ {COMMAND}" in text  # the suggestion's command, whole on its own line
     assert "so cu118" in " ".join(text.split()) and "->" not in text  # the why in words
     assert render_text(_plan(), INPUTS, "linux", None).count("\n") < text.count("\n")
+
+
+# --- --help: typer's rich layout cuts option names when narrow; then click's plain help draws it ---
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("command", ["check", "install", "fleet"])
+def test_help_never_cuts_an_option_name(command: str, width: int) -> None:
+    import typer
+
+    from envdoctor.cli import app
+
+    env = {**os.environ, "COLUMNS": str(width)}
+    env.pop("TERMINAL_WIDTH", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "envdoctor", command, "--help"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "…" not in done.stdout, done.stdout
+    params = typer.main.get_command(app).commands[command].params  # type: ignore[attr-defined]
+    flags = {
+        flag for param in params for flag in (*param.opts, *param.secondary_opts) if flag.startswith("-")
+    }
+    words = set(done.stdout.replace(",", " ").replace("/", " ").split())
+    assert flags <= words, sorted(flags - words)
+    _assert_fits(done.stdout, width)
