@@ -200,3 +200,14 @@ def test_help_never_cuts_an_option_name(command: str, width: int) -> None:
     words = set(done.stdout.replace(",", " ").replace("/", " ").split())
     assert flags <= words, sorted(flags - words)
     _assert_fits(done.stdout, width)
+
+
+def test_an_info_area_is_marked_as_info_not_as_passed() -> None:
+    """A note (say, no NVIDIA driver on a CPU machine) is something to know, not a check passed."""
+    from envdoctor.model import Severity
+
+    report = fixture_report("linux-cpu-no-torch")
+    info = next(area for area in report.areas if area.severity is Severity.INFO)
+    text = _console("linux-cpu-no-torch", None)
+    assert f"[i] {info.title} — " in text
+    assert f"[✓] {info.title} — " not in text
