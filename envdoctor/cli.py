@@ -6,6 +6,8 @@ run as asked (bad option, unreadable input, an interpreter that does not run).
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from collections.abc import Sequence
 from enum import Enum
@@ -22,6 +24,7 @@ from envdoctor.cli_update import register as register_update
 if TYPE_CHECKING:
     from envdoctor.model import Interpreter, PlatformInfo, ProbeResult
     from envdoctor.probes.base import ProbeSpec
+    from envdoctor.progress import Progress
 
 EXIT_USAGE = 2
 
@@ -99,6 +102,7 @@ def _live_report_inputs(
     smoke_size: int | None = None,
     offline: bool = False,
     details: bool = False,
+    progress: Progress | None = None,
 ) -> tuple[PlatformInfo, Interpreter, tuple[ProbeResult, ...]]:
     from envdoctor import lifecycle
     from envdoctor.engine import run_probes
@@ -125,7 +129,8 @@ def _live_report_inputs(
     chosen = PROBES if probes is None else probes
     if not details:  # what only a bug report needs is not collected for a check
         chosen = tuple(p for p in chosen if not p.on_request)
-    results = run_probes(ctx, chosen, while_waiting=lambda: _warm_renderer(fmt))
+    watch = progress.watch if progress is not None else None
+    results = run_probes(ctx, chosen, while_waiting=lambda: _warm_renderer(fmt), watch=watch)
     try:
         target.info  # noqa: B018 - an interpreter that did not answer is exit 2, not a finding
     except TargetError as exc:
@@ -209,15 +214,20 @@ def check(
             fail(str(exc))
         report = judge(snap.platform, snap.interpreter, snap.probes, settings, source=from_snapshot)
     else:
-        inputs = _live_report_inputs(
-            python,
-            timeout,
-            fmt,
-            selected_probes(settings),
-            smoke=not no_smoke,
-            smoke_size=smoke_size,
-            offline=offline,
-        )
+        from envdoctor.progress import Progress, wanted
+
+        shown = wanted(sys.stderr, os.environ, console_format=fmt is ReportFormat.console)
+        with Progress(sys.stderr) if shown else contextlib.nullcontext() as progress:
+            inputs = _live_report_inputs(
+                python,
+                timeout,
+                fmt,
+                selected_probes(settings),
+                smoke=not no_smoke,
+                smoke_size=smoke_size,
+                offline=offline,
+                progress=progress,
+            )  # the spinner is cleared here, before the report
         report = judge(*inputs, settings)
     emit(report, fmt, verbose, output, _write)
     raise typer.Exit(report.exit_code)
@@ -385,13 +395,45 @@ from envdoctor import cli_fleet  # noqa: E402
 cli_fleet.register(app)
 
 
+# Below these widths typer's rich help cuts option names ("--require-…"): click's own formatter
+# wraps the help text instead and never cuts a name. The root page fits from cli_help.MIN_WIDTH.
+COMMAND_HELP_MIN_WIDTH = 80
+
+
+def _help_width() -> int:
+    """The width typer's help is drawn for: TERMINAL_WIDTH, COLUMNS, else the terminal's."""
+    import shutil
+
+    from envdoctor.limits import small_int
+
+    for name in ("TERMINAL_WIDTH", "COLUMNS"):
+        value = small_int(os.environ.get(name, ""))
+        if value:
+            return value
+    return shutil.get_terminal_size().columns
+
+
+def _command() -> Any:
+    """The click command of the app; on a narrow terminal with plain help where rich's would cut."""
+    from envdoctor.cli_help import MIN_WIDTH
+
+    command = typer.main.get_command(app)
+    width = _help_width()
+    if width < MIN_WIDTH:
+        command.rich_markup_mode = None  # type: ignore[attr-defined]
+    if width < COMMAND_HELP_MIN_WIDTH:
+        for sub in getattr(command, "commands", {}).values():
+            sub.rich_markup_mode = None
+    return command
+
+
 def main() -> None:
     """Entry point: usage errors become one line and exit 2, never a traceback."""
     from envdoctor.stream_text import protect_standard_streams
 
     protect_standard_streams()
     try:
-        rc = app(standalone_mode=False)
+        rc = _command()(standalone_mode=False)
     except KeyboardInterrupt:
         sys.exit(130)
     except BrokenPipeError:

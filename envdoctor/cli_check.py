@@ -210,9 +210,10 @@ def emit(
 ) -> None:
     """Render `report` to stdout or `output`; the github format also fills $GITHUB_STEP_SUMMARY."""
     if fmt is ReportFormat.console and output is None and not is_ci(env):
-        from envdoctor.render.console import make_console, render_console
+        from envdoctor.render.console import make_console, render_console, wraps
 
-        render_console(report, make_console(), verbose)
+        console = make_console()
+        render_console(report, console, verbose, wrap=wraps(console, env))
     else:  # files, other formats, and CI logs: plain text, no colour codes, nothing animated
         write(render(report, fmt, verbose), output)
     summary = env.get("GITHUB_STEP_SUMMARY")

@@ -34,14 +34,23 @@ def explain(code: str, environ: Mapping[str, str] = os.environ) -> str:
         close = rule_catalogue.suggest(entries, code)
         hint = f"did you mean {close}? " if close else ""
         raise CommandError(f"unknown rule {code!r}; {hint}expected a code like ED101 (see `envdoctor rules`)")
-    return rule_catalogue.explain_text(entry)
+    return rule_catalogue.explain_text(entry, _width(environ))
+
+
+def _width(environ: Mapping[str, str]) -> int:
+    """The terminal's width (or COLUMNS), else the classic 80: `rules` and `explain` always fit."""
+    from envdoctor.textwidth import DEFAULT_WIDTH, terminal_width
+
+    return terminal_width(environ) or DEFAULT_WIDTH
 
 
 def list_rules(fmt: str, environ: Mapping[str, str] = os.environ) -> str:
     from envdoctor import rule_catalogue
 
     entries = rule_catalogue.load(environ)
-    return rule_catalogue.rules_json(entries) if fmt == "json" else rule_catalogue.rules_text(entries)
+    if fmt == "json":
+        return rule_catalogue.rules_json(entries)
+    return rule_catalogue.rules_text(entries, _width(environ))
 
 
 def install(options: Mapping[str, Any], fmt: str) -> tuple[str, int]:

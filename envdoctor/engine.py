@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +61,7 @@ def run_probes(
     ctx: ProbeContext,
     probes: Sequence[ProbeSpec[Any]] = PROBES,
     while_waiting: Callable[[], object] | None = None,
+    watch: Callable[[Mapping[str, tuple[str, threading.Thread]]], object] | None = None,
 ) -> tuple[ProbeResult, ...]:
     """Run every probe, each bounded by its timeout. `while_waiting` runs once all have started:
     work the caller needs anyway (importing the renderer) then hides behind the torch import."""
@@ -75,6 +76,8 @@ def run_probes(
         )
         thread.start()
         threads[probe.name] = thread
+    if watch is not None:  # progress on a terminal: which probes still run (envdoctor/progress.py)
+        watch({p.name: (p.title, threads[p.name]) for p in probes})
     if while_waiting is not None:
         while_waiting()
     results = []

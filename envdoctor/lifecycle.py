@@ -3,8 +3,14 @@
 Every child (the torch child, nvcc, the interpreter's self-report) runs in a session of its own, so
 a timeout can kill its whole tree; that also means a Ctrl-C in the terminal never reaches it. So
 envdoctor keeps the list here and kills every child's process group on every way out: a normal
-exit, an exception, SIGINT, SIGTERM or SIGHUP (then one line on stderr, KeyboardInterrupt in the
-main thread, and exit 130).
+exit, an exception, SIGINT, SIGTERM or SIGHUP (then one line on stderr and exit 130 at once).
+
+A signal ends the process from its handler (os._exit) rather than by raising KeyboardInterrupt:
+Python runs the handler at whatever bytecode the main thread is at, and an exception raised there
+can be swallowed (inside a weakref callback of the import system: the check went on and exited 0)
+or can mark the whole interpreter as killed by SIGINT although the CLI caught it (inside the
+`exec` of a dataclass's generated __init__: exit -2 instead of 130). Only `interruptible` code
+(`envdoctor fix`, which reports what it changed) gets the KeyboardInterrupt.
 
 A closed stdout (`envdoctor rules | head -1`) is not a failure either: output goes to the null
 device from then on and the run ends with the code it would have had.
@@ -19,6 +25,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:  # subprocess itself loads only with the first child (help and explain never start one)
@@ -64,6 +71,44 @@ def probes_until(until: float) -> float:
 
 _at_exit = False
 
+# Python runs signal handlers in the main thread, between any two bytecodes. A handler that ran
+# while the main thread holds _lock would wait for it forever (kill_all takes it too), and one that
+# raised inside `start()` (subprocess.Popen, after the fork) would leave a child nobody knows of.
+# So while the main thread is inside _Held, a signal is noted and handled the moment it leaves.
+_main_held = 0  # how deep the main thread is in _Held sections
+_pending: int | None = None  # the signal that arrived meanwhile
+
+
+class _Held:
+    """_lock held; a signal arriving in the main thread meanwhile is handled on the way out."""
+
+    def __enter__(self) -> None:
+        global _main_held
+        if threading.current_thread() is threading.main_thread():
+            _main_held += 1
+        _lock.acquire()
+
+    def __exit__(self, *_exc: object) -> None:
+        global _main_held, _pending
+        _lock.release()
+        if threading.current_thread() is not threading.main_thread():
+            return
+        _main_held -= 1
+        if _main_held == 0 and _pending is not None:
+            number, _pending = _pending, None
+            handler = signal.getsignal(number)
+            if callable(handler):
+                handler(number, None)  # kills every child, the one just started included
+
+
+def _deferred(number: int) -> bool:
+    """True when the main thread holds _lock: the signal is handled once it lets go."""
+    global _pending
+    if _main_held and threading.current_thread() is threading.main_thread():
+        _pending = number
+        return True
+    return False
+
 
 def track(start: Any) -> subprocess.Popen[Any]:
     """Start a child with `start()` and remember it until `forget`; refused while exiting.
@@ -71,7 +116,7 @@ def track(start: Any) -> subprocess.Popen[Any]:
     The first child also registers kill_all at exit, for callers that never ran `install`
     (envdoctor.require in someone's program)."""
     global _at_exit
-    with _lock:
+    with _Held():
         if _closing:
             raise Exiting("envdoctor is exiting")
         if not _at_exit:
@@ -83,7 +128,7 @@ def track(start: Any) -> subprocess.Popen[Any]:
 
 
 def forget(proc: subprocess.Popen[Any]) -> None:
-    with _lock:
+    with _Held():
         _children.discard(proc)
 
 
@@ -101,7 +146,7 @@ def kill_tree(proc: subprocess.Popen[Any]) -> None:
 def kill_all(closing: bool = True) -> None:
     """Kill every child still running; with `closing` (at exit), start no more."""
     global _closing
-    with _lock:
+    with _Held():
         _closing = _closing or closing
         running = list(_children)
         _children.clear()
@@ -110,35 +155,56 @@ def kill_all(closing: bool = True) -> None:
             kill_tree(proc)
 
 
-def _on_signal(number: int, _frame: object) -> None:
-    """Every child's process group killed at once, one line, then KeyboardInterrupt in the main
-    thread: the CLI turns it into exit 130, and `envdoctor fix` first reports what it changed."""
-    kill_all(closing=False)  # what follows (fix's report) may still run a program
+_interruptible = 0  # depth of `interruptible` sections: a signal raises KeyboardInterrupt there
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """Inside: a signal kills the children, says so, and raises KeyboardInterrupt for the caller
+    to report and clean up; the caller must let nothing else than its own code run meanwhile."""
+    global _interruptible
+    _interruptible += 1
+    try:
+        yield
+    finally:
+        _interruptible -= 1
+
+
+def _say_interrupted(number: int) -> None:
     try:
         name = signal.Signals(number).name
     except ValueError:
         name = str(number)
-    with contextlib.suppress(OSError, ValueError, AttributeError):
+    # RuntimeError: the main thread was itself writing to stderr (a reentrant call)
+    with contextlib.suppress(OSError, ValueError, AttributeError, RuntimeError):
         sys.stderr.write(f"\nenvdoctor: interrupted ({name}); stopped every process it had started\n")
         sys.stderr.flush()
-    raise KeyboardInterrupt
 
 
-def _on_signal_while_closing(number: int, frame: object) -> None:
-    """Past the CLI's own handling (exit and its clean-up): the same line, then exit 130 at once
-    instead of a KeyboardInterrupt that nothing is left to catch."""
-    with contextlib.suppress(KeyboardInterrupt):
-        _on_signal(number, frame)
+def _on_signal(number: int, _frame: object) -> None:
+    """Every child's process group killed at once, one line, exit 130 at once; inside
+    `interruptible` (envdoctor fix) a KeyboardInterrupt instead, so fix reports what it changed."""
+    if _deferred(number):
+        return
+    if _interruptible and not _closing:
+        kill_all(closing=False)  # what follows (fix's report) may still run a program
+        _say_interrupted(number)
+        raise KeyboardInterrupt
+    kill_all(closing=True)  # and no probe thread starts another one before the exit
+    _say_interrupted(number)
     os._exit(EXIT_INTERRUPTED)
 
 
 def closing() -> None:
-    """From here on a signal ends the process with 130 (children killed, one line)."""
+    """From here on (exit and its clean-up) a signal ends the process with 130, children killed
+    and one line, even inside `interruptible`."""
+    global _interruptible
+    _interruptible = 0
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):
         number = getattr(signal, name, None)
         if number is not None:
             with contextlib.suppress(ValueError, OSError):
-                signal.signal(number, _on_signal_while_closing)
+                signal.signal(number, _on_signal)
 
 
 class _QuietStdout:

@@ -19,6 +19,9 @@ import sys
 import zlib
 from collections.abc import Mapping, Sequence
 
+from envdoctor.textwidth import DEFAULT_WIDTH, hanging
+from envdoctor.textwidth import wrap as _wrap
+
 # One rule as shown: code, name, severity, area, summary, then the four documentation paragraphs.
 FIELDS = ("code", "name", "severity", "area", "summary", "what", "why", "fix", "example", "folded_under")
 # folded_under: the codes whose finding this rule's finding is folded under, comma-separated ("": none)
@@ -132,6 +135,10 @@ def load(environ: Mapping[str, str] = os.environ, package: str = PACKAGE) -> tup
 # --- what the two commands print ------------------------------------------------------------------
 
 
+def wrap_text(text: str, width: int) -> str:
+    return "\n".join(_wrap(text, width))
+
+
 def find(entries: Sequence[Entry], wanted: str) -> Entry | None:
     """The rule named by its code (any case) or its name."""
     wanted = wanted.strip()
@@ -174,29 +181,40 @@ def suggest(entries: Sequence[Entry], wanted: str) -> str | None:
     return found[0] if found else None
 
 
-def explain_text(entry: Entry) -> str:
+# Where a rule's documentation lives for a reader without envdoctor at hand: the rules table of
+# the README in the project's repository (regenerated from the registry: tests/regen_readme.py).
+DOCS_URL = "https://github.com/envdoctor/envdoctor/blob/main/README.md#rules"
+
+
+def explain_text(entry: Entry, width: int = DEFAULT_WIDTH) -> str:
+    """A rule's documentation, each paragraph wrapped to `width` under its heading, then the link."""
     code, name, severity, area, summary, what, why, fix, example, folded_under = entry
-    lines = [explain_header(code, name, severity, area), f"{summary}\n"]
+    header = hanging(explain_header(code, name, severity, area), width, "", "  ")
+    lines = [header, wrap_text(summary, width), ""]
     for heading, text in (
         ("What it checks", what),
         ("Why it matters", why),
         ("How to fix", fix),
         ("Example", example),
     ):
-        lines.append(f"{heading}:\n  {text}\n")
+        lines += [f"{heading}:", hanging(text, width, "  ", "  "), ""]
     if folded_under:
-        lines.append(
-            f"Folded under:\n  {folded_under}, when one of them is found (one root cause, one finding)\n"
-        )
+        folded = f"{folded_under}, when one of them is found (one root cause, one finding)"
+        lines += ["Folded under:", hanging(folded, width, "  ", "  "), ""]
+    lines.append(f"Docs: {DOCS_URL}")  # a URL is never wrapped: it must stay clickable
     return "".join(line + "\n" for line in lines)
 
 
-def rules_text(entries: Sequence[Entry]) -> str:
-    width = max(len(entry[1]) for entry in entries)
-    return "".join(
-        f"{code}  {name:<{width}}  {severity:<7}  {summary}\n"
-        for code, name, severity, _, summary, *_ in entries
-    )
+def rules_text(entries: Sequence[Entry], width: int = DEFAULT_WIDTH) -> str:
+    """A table that fits `width`: code, severity, then what the rule catches with its name, wrapped
+    inside its column."""
+    severity_width = max(len("severity"), *(len(entry[2]) for entry in entries))
+    lead = 5 + 2 + severity_width + 2
+    rows = [f"{'code':<5}  {'severity':<{severity_width}}  what it catches [name]"]
+    for code, name, severity, _, summary, *_ in entries:
+        first = f"{code:<5}  {severity:<{severity_width}}  "
+        rows.append(hanging(f"{summary} [{name}]", width, first, " " * lead))
+    return "".join(row + "\n" for row in rows)
 
 
 def rules_json(entries: Sequence[Entry]) -> str:

@@ -66,7 +66,7 @@ def test_plan_for_another_machine() -> None:
         in result.output
     )
     assert "torch          2.5.1  [given]" in result.output
-    assert "Why: cu121 as asked -> torch 2.5.1 (cu121)" in result.output
+    assert "Why: cu121 as asked: torch 2.5.1 (cu121)" in result.output  # the chain in words
 
 
 def test_json_output_has_the_documented_keys() -> None:

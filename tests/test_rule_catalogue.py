@@ -36,11 +36,12 @@ def old_explain(code: str) -> str:
 def test_the_catalogue_says_what_the_registry_says() -> None:
     entries = from_registry()
     assert [e[0] for e in entries] == [r.code for r in RULES]
+    unwrapped = 10_000  # a terminal wide enough for every paragraph on one line
     for entry in entries:
-        assert explain_text(entry) == old_explain(entry[0])
-    width = max(len(r.name) for r in RULES)
-    assert rules_text(entries) == "".join(
-        f"{r.code}  {r.name:<{width}}  {r.severity.value:<7}  {r.summary}\n" for r in RULES
+        docs = f"Docs: {rule_catalogue.DOCS_URL}\n"
+        assert explain_text(entry, unwrapped) == old_explain(entry[0]) + docs
+    assert rules_text(entries, unwrapped) == "code   severity  what it catches [name]\n" + "".join(
+        f"{r.code}  {r.severity.value:<8}  {r.summary} [{r.name}]\n" for r in RULES
     )
     assert json.loads(rules_json(entries)) == [
         {"code": r.code, "name": r.name, "severity": r.severity.value, "area": r.area, "summary": r.summary}

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from envdoctor import lifecycle
 from envdoctor.fix import changes
 from envdoctor.fix.restore import RestorePlan, restore_plan
 from envdoctor.fix.selection import Selection, Step, select
@@ -130,7 +131,8 @@ class FixRun:
             return NOT_FIXED
         self.out.say(f"Recorded the installed packages in {where}\n")
         try:
-            return self._apply(before, selection, recorded, where)
+            with lifecycle.interruptible():  # a signal: report what changed, then exit 130
+                return self._apply(before, selection, recorded, where)
         except KeyboardInterrupt:
             self.out.say("\nInterrupted.\n")
             self._report_state(recorded, where)

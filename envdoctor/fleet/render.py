@@ -17,7 +17,7 @@ from envdoctor.fleet.facts import FleetMode, NodeGroup, RankOutcome, RankState
 from envdoctor.fleet.report import FleetReport
 from envdoctor.fleet.words import count, names, rate
 from envdoctor.model import Severity
-from envdoctor.render.console import _FINDING_MARKS, _finding, _Glyphs
+from envdoctor.render.console import _FINDING_MARKS, _finding, _Glyphs, _Printer
 from envdoctor.render.github import annotation, annotation_message
 from envdoctor.render.json_report import finding_to_data
 from envdoctor.render.junit import clean
@@ -175,7 +175,7 @@ def render_console(report: FleetReport, console: Console, verbose: bool = False)
     if report.findings:
         console.print(Text("Findings", style="bold underline"))
         for finding in report.findings:
-            _finding(console, glyph, finding, verbose)
+            _finding(_Printer(console, wrap=False), glyph, finding, verbose)
             console.print()
     head, style = _summary(report)
     console.print(Text.assemble((glyph(head), style), f" {glyph('—')} exit {report.exit_code}"))

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
 from envdoctor.model import Finding, Report, Severity
 from envdoctor.redact import redact
 from envdoctor.serde import to_data
+from envdoctor.words import in_words
 
 _MARKS = {
     Severity.OK: ("✓", "green"),
-    Severity.INFO: ("✓", "green"),
+    Severity.INFO: ("i", "cyan"),  # something to know, not a check that passed
     Severity.WARNING: ("!", "yellow"),
     Severity.ERROR: ("✗", "red"),
 }
@@ -24,6 +28,12 @@ _FINDING_MARKS = {
     Severity.ERROR: ("✗", "red"),
     Severity.OK: ("✓", "green"),
 }
+
+
+def wraps(console: Console, environ: Mapping[str, str]) -> bool:
+    """Whether the report is wrapped to the console's width: on a terminal, or where COLUMNS says
+    how wide the reader is; a pipe or file gets whole lines (grep, diff and editors wrap them)."""
+    return console.is_terminal or bool(environ.get("COLUMNS", "").strip())
 
 
 def make_console(
@@ -64,121 +74,220 @@ class _Glyphs:
 
 _MAX_ITEMS = 12  # entries of one list shown under -v; the JSON report has them all
 _MAX_TEXT = 160
+_INDENT = "  "
 
 
 def _fact_lines(facts: object) -> list[str]:
-    """Facts as "key: value" lines; nested records become dotted keys, so -v stays readable."""
+    """Facts as "name: value" lines in words and units: a nested record becomes a heading with its
+    fields indented below it (never dotted keys), sizes read in GiB/MiB, times in ms/s, yes/no."""
     lines: list[str] = []
-    _flatten(to_data(facts), "", lines)
+    _readable(to_data(facts), "", 0, lines)
     return lines
 
 
-def _flatten(value: object, key: str, lines: list[str]) -> None:
+def _words(key: str) -> str:
+    for suffix in ("_bytes", "_seconds"):
+        if key.endswith(suffix) and key != suffix[1:]:
+            key = key[: -len(suffix)]
+    return key.replace("_", " ")
+
+
+def _value(key: str, value: object) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (int, float)) and (key.endswith("_bytes") or key == "bytes"):
+        return _size(float(value))
+    if isinstance(value, (int, float)) and (
+        key.endswith(("_seconds", "seconds", "timeout")) or key in ("time_per_iter",)
+    ):
+        return _duration(float(value))
+    if isinstance(value, float):
+        return f"{value:.3g}"  # a measurement, not 15 digits of float noise
+    return str(value)
+
+
+def _size(count: float) -> str:
+    for unit, scale in (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if abs(count) >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count:.0f} bytes"
+
+
+def _duration(seconds: float) -> str:
+    if abs(seconds) >= 1:
+        return f"{seconds:.2f} s"
+    return f"{seconds * 1000:.3g} ms" if abs(seconds) >= 0.001 else f"{seconds * 1000:.2g} ms"
+
+
+def _readable(value: object, key: str, depth: int, lines: list[str]) -> None:
     if value in (None, "", [], {}):
         return
+    pad = _INDENT * depth
     if isinstance(value, dict):
+        if key:
+            lines.append(f"{pad}{_words(key)}:")
+            depth += 1
         for name, item in value.items():
-            _flatten(item, f"{key}.{name}" if key else str(name), lines)
+            _readable(item, str(name), depth, lines)
         return
     if isinstance(value, list) and any(isinstance(item, (dict, list)) for item in value):
-        for index, item in enumerate(value[:_MAX_ITEMS]):
-            _flatten(item, f"{key}[{index}]", lines)
+        for number, item in enumerate(value[:_MAX_ITEMS], start=1):
+            _readable(item, f"{key} #{number}" if isinstance(item, dict) else key, depth, lines)
         if len(value) > _MAX_ITEMS:
-            lines.append(f"{key}: ... {len(value) - _MAX_ITEMS} more")
+            lines.append(f"{pad}{_words(key)}: ... {len(value) - _MAX_ITEMS} more")
         return
-    text = ", ".join(str(v) for v in value) if isinstance(value, list) else str(value)
+    text = ", ".join(_value(key, v) for v in value) if isinstance(value, list) else _value(key, value)
     text = text.replace("\n", " ")
-    lines.append(f"{key}: {text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 3] + '...'}")
+    lines.append(f"{pad}{_words(key)}: {text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 3] + '...'}")
 
 
-def _consequence(console: Console, glyph: _Glyphs, finding: Finding, verbose: bool) -> None:
+class _Printer:
+    """Prints lines, wrapped to the console's width with a hanging indent when `wrap` is on (a
+    terminal): words are never split, continuation lines start under the text, not the mark.
+    Commands and links are never wrapped (`raw`): they must stay copy-pasteable."""
+
+    def __init__(self, console: Console, wrap: bool) -> None:
+        self.console = console
+        self.wrap = wrap
+
+    def line(self, text: Text, hang: int = 0) -> None:
+        """`text`; its lines after the first (when wrapped) indented by `hang` cells."""
+        width = self.console.width
+        if not self.wrap or text.cell_len <= width:
+            self.console.print(text)
+            return
+        hang = min(hang, width // 2)  # a very narrow console still shows some text per line
+        lead = text[:hang]  # the mark or indentation, and what follows it up to the hang
+        body = text[hang:]
+        for number, piece in enumerate(body.divide(_breaks(body.plain, width - hang))):
+            piece.rstrip()
+            self.console.print(Text.assemble(lead if number == 0 else " " * hang, piece))
+
+    def raw(self, text: Text) -> None:
+        self.console.print(text)
+
+    def blank(self) -> None:
+        self.console.print()
+
+
+_WORD = re.compile(r"\s*\S+\s*")
+
+
+def _breaks(plain: str, width: int) -> list[int]:
+    """Where to break `plain` into lines of at most `width` cells: before a word that would pass
+    the width. A word wider than `width` (a long path) stays whole on its own line."""
+    breaks: list[int] = []
+    used = 0
+    for match in _WORD.finditer(plain):
+        start, word = match.start(), match.group(0)
+        if used and used + cell_len(word.rstrip()) > width:
+            breaks.append(start)
+            used = 0
+        used += cell_len(word)
+    return breaks
+
+
+def _hang(line: str, extra: int = 2) -> int:
+    """The hanging indent of a preformatted line: its own indentation and `extra` more."""
+    return len(line) - len(line.lstrip(" ")) + extra
+
+
+def _consequence(out: _Printer, glyph: _Glyphs, finding: Finding, verbose: bool) -> None:
     """A finding folded under its root cause: one line, its details only with -v."""
     mark, style = _FINDING_MARKS[finding.severity]
-    console.print(
+    out.line(
         Text.assemble(
             ("       ", ""),
             (glyph(mark), style),
             (f" {finding.code} ", "bold"),
             finding.title,
             (f"  [{finding.name}]", "dim"),
-        )
+        ),
+        hang=9,
     )
     if verbose:
         for line in finding.detail.splitlines():
-            console.print(Text("         " + line, style="dim"))
+            out.line(Text("         " + line, style="dim"), hang=_hang("         " + line))
 
 
-def _finding(console: Console, glyph: _Glyphs, finding: Finding, verbose: bool) -> None:
+def _finding(out: _Printer, glyph: _Glyphs, finding: Finding, verbose: bool) -> None:
     mark, style = _FINDING_MARKS[finding.severity]
-    console.print(
+    out.line(
         Text.assemble(
             (f" {glyph(mark)} ", style),
             (f"{finding.code} ", "bold"),
             (finding.title, "bold"),
             (f"  [{finding.name}]", "dim"),
-        )
+        ),
+        hang=5,
     )
-    for line in finding.detail.splitlines():
-        console.print(Text("     " + line))
+    for line in finding.detail.splitlines():  # paragraphs: continued under their first word
+        out.line(Text("     " + line), hang=_hang("     " + line, 0))
     if verbose:
         for item in finding.evidence:
-            console.print(Text(f"     evidence: {item}", style="dim"))
+            out.line(Text(f"     evidence: {item}", style="dim"), hang=7)
     for number, fix in enumerate(finding.fixes):
         lead = "Fix" if number == 0 else "Or"
-        console.print(Text.assemble(("     " + lead + ": ", "bold"), fix.summary))
+        out.line(Text.assemble(("     " + lead + ": ", "bold"), in_words(fix.summary)), hang=7)
         for command in fix.commands:
-            console.print(Text.assemble("       ", ("$ ", "dim"), (command, "cyan")))
+            out.raw(Text.assemble("       ", ("$ ", "dim"), (command, "cyan")))
         if fix.link:
-            console.print(Text(f"       see {fix.link}", style="dim"))
+            out.raw(Text(f"       see {fix.link}", style="dim"))
 
 
-def render_console(report: Report, console: Console, verbose: bool = False) -> None:
+def render_console(report: Report, console: Console, verbose: bool = False, wrap: bool = False) -> None:
+    """The report on `console`; `wrap`: fold long lines to its width (a terminal's)."""
     report = redact(report)
     glyph = _Glyphs(console)
+    out = _Printer(console, wrap)
     source = "" if report.source == "live" else f" (from snapshot {report.source})"
-    console.print(
+    out.line(
         Text.assemble(
             (f"envdoctor {report.envdoctor_version}", "bold"),
             f" {glyph('·')} examined {report.interpreter.path} {glyph('—')} {report.interpreter.reason}",
             source,
-        )
+        ),
+        hang=2,
     )
-    console.print()
+    out.blank()
     facts_by_probe = {p.probe: p.facts for p in report.probes}
     for area in report.areas:
         mark, style = _MARKS[area.severity]
-        console.print(
+        out.line(
             Text.assemble(
                 ("[", "bold"),
                 (glyph(mark), f"bold {style}"),
                 ("] ", "bold"),
                 (area.title, "bold"),
                 f" {glyph('—')} {area.verdict}",
-            )
+            ),
+            hang=4,
         )
         for line in area.details:
             detail = Text("    " + glyph.line(line))
             detail.highlight_regex(r"✓|(?<= )OK(?= )", "green")
             detail.highlight_regex(r"✗|(?<= )X(?= )", "red")
-            console.print(detail)
+            out.line(detail, hang=_hang(detail.plain))
         facts = facts_by_probe.get(area.area)
         if verbose and facts is not None:
             for line in _fact_lines(facts):
-                console.print(Text(f"    {glyph('·')} {line}", style="dim"))
+                nested = line.startswith(_INDENT)
+                text = f"      {line}" if nested else f"    {glyph('·')} {line}"
+                out.line(Text(glyph.line(text), style="dim"), hang=_hang(text, 4 if nested else 6))
     if report.findings:
-        console.print()
-        console.print(Text("Findings", style="bold underline"))
+        out.blank()
+        out.line(Text("Findings", style="bold underline"))
         for finding in report.primary:
-            _finding(console, glyph, finding, verbose)
+            _finding(out, glyph, finding, verbose)
             consequences = report.consequences(finding)
             if consequences:
-                console.print(Text("     Caused by this (fixed by the fix above):", style="bold"))
+                out.line(Text("     Caused by this (fixed by the fix above):", style="bold"), hang=5)
                 for consequence in consequences:
-                    _consequence(console, glyph, consequence, verbose)
-            console.print()
+                    _consequence(out, glyph, consequence, verbose)
+            out.blank()
     else:
-        console.print()
-    console.print(_summary(report, glyph))
+        out.blank()
+    out.line(_summary(report, glyph), hang=2)
 
 
 def _summary(report: Report, glyph: _Glyphs) -> Text:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -10,6 +11,8 @@ from envdoctor.install.commands import CommandKind, command_text
 from envdoctor.install.plan import InstallPlan
 from envdoctor.install.session import Input
 from envdoctor.redact import redact, redact_text
+from envdoctor.textwidth import hanging, terminal_width
+from envdoctor.words import in_words
 
 SCHEMA = "envdoctor.install/1"
 
@@ -48,19 +51,45 @@ def render_json(plan: InstallPlan, inputs: Sequence[Input], os_name: str) -> str
     return json.dumps(plan_to_data(plan, inputs, os_name), indent=2) + "\n"
 
 
-def render_text(plan: InstallPlan, inputs: Sequence[Input], os_name: str) -> str:
+def _is_command(text: str) -> bool:
+    words = text.split()
+    return len(words) >= 3 and ("install" in words[1:5] or words[0] in ("pip", "uv", "conda", "mamba"))
+
+
+_TERMINAL = -1  # render_text's default width: the reader's terminal, if it is one
+
+
+def render_text(
+    plan: InstallPlan, inputs: Sequence[Input], os_name: str, width: int | None = _TERMINAL
+) -> str:
+    """The plan for people; prose wrapped to `width` with hanging indents (None: whole lines, as
+    for a pipe; the default asks the terminal). Commands are never wrapped: they are copied."""
+    if width == _TERMINAL:
+        width = terminal_width(os.environ)
     plan = redact(plan)
     inputs = redact(tuple(inputs))
-    width = max(len(i.name) for i in inputs) if inputs else 0
+    name_width = max(len(i.name) for i in inputs) if inputs else 0
+
+    def prose(text: str, first: str, rest: str | None = None) -> str:
+        rest = " " * len(first) if rest is None else rest
+        if width is None or len(first) + len(text) <= width:
+            return first + text
+        head, colon, tail = text.rpartition(": ")
+        if colon and _is_command(tail):  # "...instead: python -m pip install ...": kept whole
+            return hanging(head + ":", width, first, rest) + f"\n{rest}$ {tail}"
+        return hanging(text, width, first, rest)
+
     lines = ["For this target:"]
-    lines += [f"  {i.name:<{width}}  {i.value}  [{i.origin}]" for i in inputs]
+    lines += [prose(f"{i.value}  [{i.origin}]", f"  {i.name:<{name_width}}  ") for i in inputs]
     lines.append("")
     if plan.possible:
-        lines.append(f"Why: {plan.reason}")
+        lines.append(prose(in_words(plan.reason), "Why: "))
         if plan.source is not None:
-            lines.append(f"Source: {plan.source}")
+            lines.append(prose(plan.source, "Source: "))
         if plan.unverified:
-            lines.append("Unverified: this release is newer than envdoctor's data (see the first note)")
+            lines.append(
+                prose("this release is newer than envdoctor's data (see the first note)", "Unverified: ")
+            )
         lines.append("")
         for command in plan.commands:
             text = redact_text(command_text(command, os_name))
@@ -71,13 +100,13 @@ def render_text(plan: InstallPlan, inputs: Sequence[Input], os_name: str) -> str
                 lines += [f"    {line}" if line else "" for line in text.splitlines()]
         lines.append("")
     else:
-        lines.append(f"No fitting build: {plan.reason}")
+        lines.append(prose(plan.reason, "No fitting build: "))
         lines.append("")
     if plan.warnings:
-        lines += [f"Note: {w}" for w in plan.warnings]
+        lines += [prose(w, "Note: ") for w in plan.warnings]
         lines.append("")
     if plan.suggestions:
         lead = "Instead" if not plan.possible else "Also"
-        lines += [f"{lead}: {s}" for s in plan.suggestions]
+        lines += [prose(s, f"{lead}: ") for s in plan.suggestions]
         lines.append("")
     return "\n".join(lines)

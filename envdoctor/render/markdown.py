@@ -10,6 +10,7 @@ from typing import Any
 
 from envdoctor.model import Report
 from envdoctor.render.json_report import report_to_data
+from envdoctor.words import in_words
 
 MARK = {"ok": "✅", "info": "ℹ️", "warning": "⚠️", "error": "❌"}
 HEADLINE = {0: "no problems found", 1: "problems found"}
@@ -99,7 +100,7 @@ def finding_lines(finding: dict[str, Any], verbose: bool = False) -> list[str]:
     if verbose and finding["evidence"]:
         lines += ["", "Evidence: " + "; ".join(f"`{e}`" for e in finding["evidence"])]
     for number, fix in enumerate(finding["fixes"]):
-        lines += ["", f"**{'Fix' if number == 0 else 'Or'}:** {text(fix['summary'])}"]
+        lines += ["", f"**{'Fix' if number == 0 else 'Or'}:** {text(in_words(fix['summary']))}"]
         if fix["commands"]:
             lines += ["", fence("\n".join(fix["commands"]), "bash")]
         if fix["link"]:
