@@ -167,6 +167,8 @@ class LiveHost:
         return CommandResult(returncode=proc.returncode, stdout="".join(tail))
 
     def python_json(self, interpreter: str, script: str, args: Sequence[str], timeout: float) -> ChildOutcome:
+        if script == "python_info.py" and not args and _is_this_process(interpreter, self._env):
+            return _python_info_here()
         early = _EARLY.pop((interpreter, script, tuple(args)), None) if self._env == os.environ else None
         if early is not None:
             proc, started = early
@@ -238,6 +240,29 @@ class LiveHost:
             return pwd.getpwuid(os.getuid()).pw_dir or None
         except (ImportError, KeyError):
             return None
+
+
+def _is_this_process(interpreter: str, environ: Mapping[str, str]) -> bool:
+    """`interpreter` started with `environ` would be this very process: the same path (a venv's
+    python is a link to the base one, so paths are compared unresolved) and the same variables
+    (PYTHONHOME and PYTHONPATH change what an interpreter says about itself)."""
+    return interpreter == sys.executable and environ == os.environ and not sys.flags.ignore_environment
+
+
+def _python_info_here() -> ChildOutcome:
+    """python_info.py's answer for the running interpreter, without starting it again: a child
+    costs `install` as much as the rest of its start-up."""
+    import importlib
+
+    started = time.perf_counter()
+    # Imported by name: the child scripts keep old, unannotated syntax that mypy does not check.
+    python_info: Any = importlib.import_module("envdoctor.child.python_info")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = int(python_info.main())
+    return ChildOutcome(
+        records=parse_records(out.getvalue()), returncode=code, seconds=time.perf_counter() - started
+    )
 
 
 def _child_argv(interpreter: str, script: str, args: Sequence[str]) -> list[str]:
