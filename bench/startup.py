@@ -1,6 +1,6 @@
 """Start-up of the quick commands next to bare Python and to importing typer and rich, in one run.
 
-    python bench/startup.py [--rounds 21]
+    python bench/startup.py [--rounds 21] [--baseline SRC]
 
 Runs every command interleaved, round after round (bench/timing.py), so drifting machine load hits
 them alike, and prints each one's median with its ratio to `python -c pass` (the floor) and to
@@ -8,11 +8,18 @@ them alike, and prints each one's median with its ratio to `python -c pass` (the
 each. `rules` and `explain` read the rule catalogue from envdoctor's cache folder (a temporary one
 here); the warm-up run fills it, as the first run after an install or an edit does. That first run
 is shown too, with a cache folder that cannot be written: it imports every rule.
+
+envdoctor's bytecode is compiled first, as `pip install` does: where PYTHONDONTWRITEBYTECODE is set
+(this machine sets it) an editable install never writes it, and every run would compile every
+module it imports, which is not what a user's installed envdoctor does. `--baseline SRC` adds the
+same commands run from another source tree (say `git worktree add /tmp/base main`), interleaved
+with these, for a before/after in one run.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import shutil
 import statistics
@@ -30,11 +37,23 @@ def envdoctor() -> list[str]:
     return [script] if os.path.isfile(script) else [sys.executable, "-m", "envdoctor"]
 
 
-def commands() -> dict[str, list[str]]:
-    run = envdoctor()
-    return {
+def commands(baseline: str | None) -> dict[str, list[str]]:
+    ours = envdoctor_commands([])
+    listed = {
         "python -c pass": [sys.executable, "-c", "pass"],
         "import typer, rich": [sys.executable, "-c", "import typer, rich"],
+        **ours,
+    }
+    if baseline is not None:
+        # PYTHONPATH comes before the editable install's finder: the console script runs SRC's code.
+        before = envdoctor_commands(["env", f"PYTHONPATH={baseline}"])
+        listed.update({f"{name} [baseline]": argv for name, argv in before.items()})
+    return listed
+
+
+def envdoctor_commands(prefix: list[str]) -> dict[str, list[str]]:
+    run = [*prefix, *envdoctor()]
+    return {
         "envdoctor --help": [*run, "--help"],
         "install (described machine)": [
             *run,
@@ -49,14 +68,26 @@ def commands() -> dict[str, list[str]]:
     }
 
 
+def compile_bytecode(trees: list[str]) -> None:
+    """What `pip install` leaves behind: each module's bytecode beside it (in __pycache__)."""
+    for tree in trees:
+        compileall.compile_dir(tree, quiet=1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=21)
+    parser.add_argument("--baseline", help="another envdoctor source tree, measured in the same run")
     args = parser.parse_args()
+    import envdoctor
+
+    package = os.path.dirname(envdoctor.__file__)
+    baseline = os.path.abspath(args.baseline) if args.baseline else None
+    compile_bytecode([package] + ([os.path.join(baseline, "envdoctor")] if baseline else []))
     cache = tempfile.mkdtemp(prefix="envdoctor-bench-")
     os.environ["ENVDOCTOR_CACHE_DIR"] = cache  # the commands inherit it
     try:
-        samples = interleaved(commands(), args.rounds)
+        samples = interleaved(commands(baseline), args.rounds)
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     medians = {name: statistics.median(values) for name, values in samples.items()}
@@ -66,6 +97,7 @@ def main() -> None:
     print(f"{'command':<{width}}{'median ms':>10}{'min ms':>9}{'x pass':>9}{'x typer+rich':>14}  budget")
     for name, median in medians.items():
         unbudgeted = name in ("python -c pass", "import typer, rich") or "first run" in name
+        unbudgeted = unbudgeted or "[baseline]" in name
         verdict = "" if unbudgeted else "ok" if median <= BUDGET_S else "OVER"
         print(
             f"{name:<{width}}{median * 1000:>10.1f}{min(samples[name]) * 1000:>9.1f}"

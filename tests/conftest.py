@@ -10,8 +10,11 @@ FakeHost the answers.
 
 from __future__ import annotations
 
+import compileall
 import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +26,22 @@ from tests.early import Job, stop_queue
 from tests.real_torch import RealTorchChild, real_torch_child
 
 os.environ.setdefault("ENVDOCTOR_OFFLINE", "1")
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _compile_bytecode() -> None:
+    """envdoctor's bytecode beside its sources, once, as `pip install` leaves it. Where
+    PYTHONDONTWRITEBYTECODE is set (this machine and many CI images set it) nothing else writes it,
+    and every envdoctor process a test starts would compile every module it imports again: about
+    0.7 s of CPU per process, hundreds of times. The test modules' assertion-rewritten bytecode is
+    kept too (pytest writes it only when Python may). __pycache__ is ignored by git."""
+    for tree in ("envdoctor", "tests"):  # tests: helper modules that test subprocesses import
+        compileall.compile_dir(ROOT / tree, quiet=2)
+    sys.dont_write_bytecode = False
+
+
+_compile_bytecode()
 
 
 @pytest.fixture(autouse=True, scope="session")
