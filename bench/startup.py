@@ -9,9 +9,10 @@ each. `rules` and `explain` read the rule catalogue from envdoctor's cache folde
 here); the warm-up run fills it, as the first run after an install or an edit does. That first run
 is shown too, with a cache folder that cannot be written: it imports every rule.
 
-envdoctor's bytecode is compiled first, as `pip install` does: where PYTHONDONTWRITEBYTECODE is set
-(this machine sets it) an editable install never writes it, and every run would compile every
-module it imports, which is not what a user's installed envdoctor does. `--baseline SRC` adds the
+envdoctor's bytecode is compiled first, as `pip install` does (bench/timing.py says why). The
+install rows pass --offline: this bench measures start-up, and bench/install_sources.py measures
+what the reachability check adds (a DNS lookup alone can take longer than this whole budget).
+`--baseline SRC` adds the
 same commands run from another source tree (say `git worktree add /tmp/base main`), interleaved
 with these, for a before/after in one run.
 """
@@ -19,14 +20,13 @@ with these, for a before/after in one run.
 from __future__ import annotations
 
 import argparse
-import compileall
 import os
 import shutil
 import statistics
 import sys
 import tempfile
 
-from timing import interleaved
+from timing import compile_bytecode, envdoctor_package, interleaved
 
 BUDGET_S = 0.100
 
@@ -58,9 +58,9 @@ def envdoctor_commands(prefix: list[str]) -> dict[str, list[str]]:
         "install (described machine)": [
             *run,
             *("install", "--os", "linux", "--arch", "x86_64", "--python", "3.11"),
-            *("--driver", "550.54.14", "--gpu", "RTX 3090"),
+            *("--driver", "550.54.14", "--gpu", "RTX 3090", "--offline"),
         ],
-        "install (this machine)": [*run, "install"],
+        "install (this machine)": [*run, "install", "--offline"],
         "explain ED101": [*run, "explain", "ED101"],
         "rules": [*run, "rules"],
         # POSIX `env`: a cache folder that cannot exist, so every run rebuilds the catalogue.
@@ -68,22 +68,13 @@ def envdoctor_commands(prefix: list[str]) -> dict[str, list[str]]:
     }
 
 
-def compile_bytecode(trees: list[str]) -> None:
-    """What `pip install` leaves behind: each module's bytecode beside it (in __pycache__)."""
-    for tree in trees:
-        compileall.compile_dir(tree, quiet=1)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=21)
     parser.add_argument("--baseline", help="another envdoctor source tree, measured in the same run")
     args = parser.parse_args()
-    import envdoctor
-
-    package = os.path.dirname(envdoctor.__file__)
     baseline = os.path.abspath(args.baseline) if args.baseline else None
-    compile_bytecode([package] + ([os.path.join(baseline, "envdoctor")] if baseline else []))
+    compile_bytecode([envdoctor_package()] + ([os.path.join(baseline, "envdoctor")] if baseline else []))
     cache = tempfile.mkdtemp(prefix="envdoctor-bench-")
     os.environ["ENVDOCTOR_CACHE_DIR"] = cache  # the commands inherit it
     try:

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import compileall
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -21,6 +23,7 @@ import pytest
 from envdoctor.host.base import ChildOutcome
 from envdoctor.host.fake import take_unscripted
 from envdoctor.host.live import LiveHost
+from tests import early
 from tests.cli_support import Run, run_cli
 from tests.early import Job, stop_queue
 from tests.real_torch import RealTorchChild, real_torch_child
@@ -54,6 +57,22 @@ def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         os.environ.pop("ENVDOCTOR_CACHE_DIR", None)
     else:
         os.environ["ENVDOCTOR_CACHE_DIR"] = before
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist, the folder in which the workers share their early runs (tests/early.py);
+    made here, in the main process, so that every worker inherits it."""
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        return
+    os.environ[early.SHARED_VARIABLE] = tempfile.mkdtemp(prefix="envdoctor-early-")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        return
+    folder = os.environ.pop(early.SHARED_VARIABLE, None)
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
