@@ -9,6 +9,7 @@ import io
 import json
 import os
 import platform
+import select
 import shutil
 import subprocess
 import sys
@@ -394,6 +395,24 @@ class _Reader(threading.Thread):
             return
 
 
+def _wait(proc: subprocess.Popen[bytes], timeout: float) -> None:
+    """proc.wait(timeout=...) without its polling, which sleeps up to 50 ms at a time and so
+    notices a child's end that much late (every child of every command pays it): on Linux the
+    child's pidfd becomes readable the moment it ends. Elsewhere, Popen's own wait."""
+    try:
+        pidfd = os.pidfd_open(proc.pid)  # type: ignore[attr-defined,unused-ignore]
+    except (AttributeError, OSError):  # not Linux >= 5.3, or the child is gone already
+        proc.wait(timeout=timeout)
+        return
+    try:
+        ended, _, _ = select.select([pidfd], [], [], max(0.0, timeout))
+    finally:
+        os.close(pidfd)
+    if not ended:
+        raise subprocess.TimeoutExpired(proc.args, timeout)
+    proc.wait(timeout=_DRAIN)  # it has ended: this reaps it at once
+
+
 def _communicate(proc: subprocess.Popen[bytes], timeout: float) -> _Ran:
     """Wait up to `timeout` for the child, reading bounded output; kill its tree on timeout or
     when stdout passes STDOUT_LIMIT. Never waits on a grandchild that keeps a pipe open."""
@@ -409,7 +428,7 @@ def _communicate(proc: subprocess.Popen[bytes], timeout: float) -> _Ran:
     err.start()
     timed_out = False
     try:
-        proc.wait(timeout=timeout)
+        _wait(proc, timeout)
     except subprocess.TimeoutExpired:
         timed_out = not stopped.is_set()
         lifecycle.kill_tree(proc)
