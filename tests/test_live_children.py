@@ -174,3 +174,22 @@ def test_another_environment_still_asks_a_child(monkeypatch: pytest.MonkeyPatch)
     other = live.LiveHost({**os.environ, "PYTHONPATH": os.getcwd()})
     outcome = other.python_json(sys.executable, "python_info.py", (), 20.0)
     assert outcome.returncode == 0 and outcome.records
+
+
+def test_waiting_for_a_child_ends_with_it_or_at_the_limit() -> None:
+    """The pidfd wait (Popen.wait elsewhere): the child's end reaps it; a child still running at the
+    limit is TimeoutExpired, as with Popen.wait, and is left for the caller to stop."""
+    import subprocess
+
+    from envdoctor.host.live import _wait
+
+    quick = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+    _wait(quick, 60.0)
+    assert quick.returncode == 3
+    slow = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    started = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        _wait(slow, 0.2)
+    assert time.monotonic() - started < 30 and slow.returncode is None
+    slow.kill()
+    slow.wait()
