@@ -11,6 +11,7 @@ FakeHost the answers.
 from __future__ import annotations
 
 import compileall
+import contextlib
 import os
 import shutil
 import sys
@@ -73,6 +74,43 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     folder = os.environ.pop(early.SHARED_VARIABLE, None)
     if folder:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    """Under pytest-xdist, a test marked `exclusive` (it holds a wall-clock bound) runs while no
+    other worker runs a test: the other worker's load is not envdoctor's slowness."""
+    folder = early.shared_folder()
+    if folder is None:
+        yield
+        return
+    with _turn(folder, exclusive=item.get_closest_marker("exclusive") is not None):
+        yield
+
+
+@contextlib.contextmanager
+def _turn(folder: Path, exclusive: bool) -> Iterator[None]:
+    """A readers-writer lock between the workers (flock). Every test holds `run` shared, an
+    exclusive one holds it alone; `gate` lets an exclusive test in: while it waits at `run`, the
+    other workers' next tests wait at the gate instead of keeping `run` shared without end."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no flock; the bounds have their own slack
+        yield
+        return
+    with open(folder / "gate.lock", "a+b") as gate, open(folder / "run.lock", "a+b") as run:
+        if exclusive:
+            fcntl.flock(gate, fcntl.LOCK_EX)
+            fcntl.flock(run, fcntl.LOCK_EX)
+        else:
+            fcntl.flock(gate, fcntl.LOCK_SH)
+            fcntl.flock(run, fcntl.LOCK_SH)
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(run, fcntl.LOCK_UN)
+            fcntl.flock(gate, fcntl.LOCK_UN)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

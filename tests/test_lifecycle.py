@@ -145,6 +145,7 @@ def machine(tmp_path: Path, pycache: Path) -> Iterator[Machine]:
 # --- 6: a hung import is ED003 at every --timeout, and the child is killed ----------------------
 
 
+@pytest.mark.exclusive
 @pytest.mark.parametrize("timeout", [1, 3, 5])
 def test_a_hung_torch_import_is_ed003_at_every_timeout(machine: Machine, slack: float, timeout: int) -> None:
     bound = timeout + 1 + slack
@@ -216,6 +217,7 @@ def test_a_signal_stops_every_child(machine: Machine, sig: signal.Signals, argv:
 # --- 7: a hanging nvcc is run once, bounded, named -----------------------------------------------
 
 
+@pytest.mark.exclusive
 def test_a_hanging_nvcc_is_run_once_bounded_and_named(machine: Machine, slack: float) -> None:
     machine.env["CUDA_HOME"] = str(machine.root)  # its bin/nvcc is the same hanging script
     done, seconds = machine.run_within(
@@ -241,6 +243,7 @@ PROGRAMS = {
 }
 
 
+@pytest.mark.exclusive
 @pytest.mark.parametrize("kind", list(PROGRAMS))
 def test_a_python_that_never_answers_is_bounded_by_the_timeout(
     machine: Machine, slack: float, kind: str
@@ -300,6 +303,7 @@ def test_config_paths_that_are_no_regular_files_are_that_files_status(tmp_path: 
 # --- every run ends within --timeout + 1 s --------------------------------------------------------
 
 
+@pytest.mark.exclusive
 def test_every_run_ends_within_the_timeout(machine: Machine, slack: float) -> None:
     done, seconds = machine.run_within(3 + 1 + slack, "check", "--timeout", "3", "-f", "json")
     assert done.returncode in (0, 1), done.stderr
