@@ -25,6 +25,8 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from timing import compile_bytecode, envdoctor_package
+
 ENVDOCTOR = [sys.executable, "-m", "envdoctor", "install", "--python", sys.executable]
 # Variables that would put another configuration in front of the bench's own.
 DROPPED = ("VIRTUAL_ENV", "CONDA_PREFIX", "ENVDOCTOR_OFFLINE")
@@ -76,6 +78,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--baseline", help="the interpreter of another envdoctor install, for comparison")
     args = parser.parse_args()
+    compile_bytecode([envdoctor_package()])
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(64)  # accepts, never answers

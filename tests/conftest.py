@@ -10,19 +10,42 @@ FakeHost the answers.
 
 from __future__ import annotations
 
+import compileall
+import contextlib
 import os
+import shutil
+import sys
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 
 import pytest
 
 from envdoctor.host.base import ChildOutcome
 from envdoctor.host.fake import take_unscripted
 from envdoctor.host.live import LiveHost
+from tests import early
 from tests.cli_support import Run, run_cli
 from tests.early import Job, stop_queue
 from tests.real_torch import RealTorchChild, real_torch_child
 
 os.environ.setdefault("ENVDOCTOR_OFFLINE", "1")
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _compile_bytecode() -> None:
+    """envdoctor's bytecode beside its sources, once, as `pip install` leaves it. Where
+    PYTHONDONTWRITEBYTECODE is set (this machine and many CI images set it) nothing else writes it,
+    and every envdoctor process a test starts would compile every module it imports again: about
+    0.7 s of CPU per process, hundreds of times. The test modules' assertion-rewritten bytecode is
+    kept too (pytest writes it only when Python may). __pycache__ is ignored by git."""
+    for tree in ("envdoctor", "tests"):  # tests: helper modules that test subprocesses import
+        compileall.compile_dir(ROOT / tree, quiet=2)
+    sys.dont_write_bytecode = False
+
+
+_compile_bytecode()
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -35,6 +58,59 @@ def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         os.environ.pop("ENVDOCTOR_CACHE_DIR", None)
     else:
         os.environ["ENVDOCTOR_CACHE_DIR"] = before
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist, the folder in which the workers share their early runs (tests/early.py);
+    made here, in the main process, so that every worker inherits it."""
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        return
+    os.environ[early.SHARED_VARIABLE] = tempfile.mkdtemp(prefix="envdoctor-early-")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        return
+    folder = os.environ.pop(early.SHARED_VARIABLE, None)
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    """Under pytest-xdist, a test marked `exclusive` (it holds a wall-clock bound) runs while no
+    other worker runs a test: the other worker's load is not envdoctor's slowness."""
+    folder = early.shared_folder()
+    if folder is None:
+        yield
+        return
+    with _turn(folder, exclusive=item.get_closest_marker("exclusive") is not None):
+        yield
+
+
+@contextlib.contextmanager
+def _turn(folder: Path, exclusive: bool) -> Iterator[None]:
+    """A readers-writer lock between the workers (flock). Every test holds `run` shared, an
+    exclusive one holds it alone; `gate` lets an exclusive test in: while it waits at `run`, the
+    other workers' next tests wait at the gate instead of keeping `run` shared without end."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no flock; the bounds have their own slack
+        yield
+        return
+    with open(folder / "gate.lock", "a+b") as gate, open(folder / "run.lock", "a+b") as run:
+        if exclusive:
+            fcntl.flock(gate, fcntl.LOCK_EX)
+            fcntl.flock(run, fcntl.LOCK_EX)
+        else:
+            fcntl.flock(gate, fcntl.LOCK_SH)
+            fcntl.flock(run, fcntl.LOCK_SH)
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(run, fcntl.LOCK_UN)
+            fcntl.flock(gate, fcntl.LOCK_UN)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

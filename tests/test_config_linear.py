@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from envdoctor.host.fake import FakeHost
 from envdoctor.probes.mirrors import CONFIG_MAX_BYTES, LOADED, UNREADABLE
 from tests.test_mirrors_probe import probe
@@ -23,6 +25,7 @@ def _timed(text: str) -> tuple[float, object]:
     return time.perf_counter() - start, facts
 
 
+@pytest.mark.exclusive
 def test_many_indexes_parse_in_linear_time() -> None:
     small, _ = _timed(_indexes(2_000))
     large, facts = _timed(_indexes(20_000))  # about 0.95 MB, under the cap

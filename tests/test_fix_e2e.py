@@ -14,14 +14,19 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import venv
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
+from tests.early import Job
 from tests.test_companion_child import EXTENSION_HEALTHY, HEALTHY, OPS, _record_line
 
 torch = pytest.importorskip("torch")
@@ -104,16 +109,42 @@ def recorded(tmp_path: Path) -> dict[str, object]:
     return data
 
 
-def test_a_torchvision_built_for_another_torch_is_repaired(tmp_path: Path) -> None:
-    python = fresh_venv(tmp_path, see_this_torch=True)
-    old = stand_in(tmp_path / "old", "0.27.0+cpu", "2.12.0")
+class Repair(NamedTuple):
+    folder: Path
+    python: Path
+    installed: subprocess.CompletedProcess[str]
+    fixed: subprocess.CompletedProcess[str] | None
+
+
+def _repair() -> Repair:
+    """A venv with a torchvision built for torch 2.12, then `envdoctor fix --yes` (most of a minute:
+    a venv with pip, pip runs and two checks), run in the background after collection."""
+    folder = Path(tempfile.mkdtemp(prefix="envdoctor-fix-e2e-"))
+    python = fresh_venv(folder, see_this_torch=True)
+    old = stand_in(folder / "old", "0.27.0+cpu", "2.12.0")
     installed = run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(old)])
-    assert installed.returncode == 0, installed.stderr
-    good = tmp_path / "links"
+    if installed.returncode != 0:
+        return Repair(folder, python, installed, None)
+    good = folder / "links"
     stand_in(good, "0.28.0+cpu", TORCH.split("+")[0])
+    return Repair(folder, python, installed, fix(python, pip_env(folder, good), "--yes", "--no-smoke"))
 
-    result = fix(python, pip_env(tmp_path, good), "--yes", "--no-smoke")
 
+REPAIR = Job("envdoctor fix: a torchvision built for another torch", _repair)
+
+
+@pytest.fixture
+def repaired() -> Iterator[Repair]:
+    done = REPAIR.result()
+    yield done
+    shutil.rmtree(done.folder, ignore_errors=True)
+
+
+@pytest.mark.early(REPAIR)
+def test_a_torchvision_built_for_another_torch_is_repaired(repaired: Repair) -> None:
+    tmp_path, python, installed, result = repaired
+    assert installed.returncode == 0, installed.stderr
+    assert result is not None
     assert result.returncode == 0, result.stdout + result.stderr
     assert "error (ED202)" in result.stdout and "Fixed." in result.stdout
     assert "upgrade torchvision 0.27.0+cpu -> " in result.stdout  # the plan named the change first

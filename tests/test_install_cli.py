@@ -106,3 +106,20 @@ def test_install_does_not_import_torch() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_install_imports_only_the_probe_modules_it_reads() -> None:
+    """The probe registry is built on first use: `install` must not pay for importing every probe."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from envdoctor.cli_lean import answer; "
+        "answer(['install', '--os', 'windows', '--python', '3.10', '--driver', '560.94', '--offline']); "
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('envdoctor.probes.'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    loaded = set(out.stdout.split())
+    assert "envdoctor.probes.mirrors" in loaded, out.stdout  # the test sees what install reads
+    unread = ("environment", "python_env", "system", "toolkit", "torch_build", "torch_smoke", "windows")
+    assert not loaded & {f"envdoctor.probes.{name}" for name in unread}, out.stdout

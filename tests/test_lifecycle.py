@@ -48,10 +48,12 @@ def pycache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return prefix
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def slack(pycache: Path) -> float:
     """What this machine adds to the +1 s: start-up beyond a normal 0.5 s (`envdoctor --version`,
-    best of three), so a loaded test machine does not fail a bound meant for envdoctor itself."""
+    best of three), so a loaded test machine does not fail a bound meant for envdoctor itself.
+    Measured right before each bounded run: the suite's other worker (pytest-xdist) and the early
+    runs load the machine differently from one moment to the next."""
     env = {**os.environ, "PYTHONPYCACHEPREFIX": str(pycache)}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     times = []
@@ -143,6 +145,7 @@ def machine(tmp_path: Path, pycache: Path) -> Iterator[Machine]:
 # --- 6: a hung import is ED003 at every --timeout, and the child is killed ----------------------
 
 
+@pytest.mark.exclusive
 @pytest.mark.parametrize("timeout", [1, 3, 5])
 def test_a_hung_torch_import_is_ed003_at_every_timeout(machine: Machine, slack: float, timeout: int) -> None:
     bound = timeout + 1 + slack
@@ -213,6 +216,7 @@ def test_a_signal_stops_every_child(machine: Machine, sig: signal.Signals, argv:
 # --- 7: a hanging nvcc is run once, bounded, named -----------------------------------------------
 
 
+@pytest.mark.exclusive
 def test_a_hanging_nvcc_is_run_once_bounded_and_named(machine: Machine, slack: float) -> None:
     machine.env["CUDA_HOME"] = str(machine.root)  # its bin/nvcc is the same hanging script
     done, seconds = machine.run_within(
@@ -238,6 +242,7 @@ PROGRAMS = {
 }
 
 
+@pytest.mark.exclusive
 @pytest.mark.parametrize("kind", list(PROGRAMS))
 def test_a_python_that_never_answers_is_bounded_by_the_timeout(
     machine: Machine, slack: float, kind: str
@@ -297,6 +302,7 @@ def test_config_paths_that_are_no_regular_files_are_that_files_status(tmp_path: 
 # --- every run ends within --timeout + 1 s --------------------------------------------------------
 
 
+@pytest.mark.exclusive
 def test_every_run_ends_within_the_timeout(machine: Machine, slack: float) -> None:
     done, seconds = machine.run_within(3 + 1 + slack, "check", "--timeout", "3", "-f", "json")
     assert done.returncode in (0, 1), done.stderr

@@ -139,3 +139,57 @@ def test_an_early_child_with_other_arguments_is_not_adopted_and_is_killed(tmp_pa
     assert outcome.timed_out  # a child of its own, which hung like the fake does
     live.discard_early()
     assert proc.wait(timeout=10) is not None and not live._EARLY
+
+
+def test_the_running_interpreter_says_what_its_python_info_child_would() -> None:
+    """LiveHost answers python_info.py for its own interpreter in-process (no child start-up); the
+    answer must be the child's, record for record."""
+    import subprocess
+
+    from envdoctor.host.live import CHILD_DIR
+
+    here = LiveHost().python_json(sys.executable, "python_info.py", (), 20.0)
+    child = subprocess.run(
+        [sys.executable, "-B", str(CHILD_DIR / "python_info.py")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert here.returncode == 0 and here.records, here
+    assert here.records == parse_records(child.stdout)
+
+
+def test_another_environment_still_asks_a_child(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PYTHONHOME or PYTHONPATH may change what the same interpreter says: then a child is asked."""
+    from envdoctor.host import live
+
+    def no_child(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the in-process answer was used for another environment")
+
+    assert live._is_this_process(sys.executable, dict(os.environ))
+    assert not live._is_this_process(sys.executable, {**os.environ, "PYTHONPATH": "/elsewhere"})
+    assert not live._is_this_process(sys.executable + "3", dict(os.environ))
+    monkeypatch.setattr(live, "_python_info_here", no_child)
+    other = live.LiveHost({**os.environ, "PYTHONPATH": os.getcwd()})
+    outcome = other.python_json(sys.executable, "python_info.py", (), 20.0)
+    assert outcome.returncode == 0 and outcome.records
+
+
+def test_waiting_for_a_child_ends_with_it_or_at_the_limit() -> None:
+    """The pidfd wait (Popen.wait elsewhere): the child's end reaps it; a child still running at the
+    limit is TimeoutExpired, as with Popen.wait, and is left for the caller to stop."""
+    import subprocess
+
+    from envdoctor.host.live import _wait
+
+    quick = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+    _wait(quick, 60.0)
+    assert quick.returncode == 3
+    slow = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    started = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        _wait(slow, 0.2)
+    assert time.monotonic() - started < 30 and slow.returncode is None
+    slow.kill()
+    slow.wait()

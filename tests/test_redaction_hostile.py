@@ -158,6 +158,7 @@ def test_secret_assignments_in_free_text_are_masked(text: str) -> None:
     assert SECRET not in redact_text(text)
 
 
+@pytest.mark.exclusive
 @pytest.mark.parametrize(
     "value",
     [

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from envdoctor.cli import app
 from tests.cli_support import run_cli
+from tests.real_torch import NO_SMOKE_RUN, RealTorchChild
 
 TOKENS = {
     "pip-file-url": "pipUrlPLANTED01",
@@ -84,7 +85,12 @@ def planted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def test_no_planted_token_reaches_any_output(planted: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+# The live runs share one real torch child (it reads no credential: of the environment only
+# CUDA_VISIBLE_DEVICES), started in the background after collection.
+@pytest.mark.early(NO_SMOKE_RUN)
+def test_no_planted_token_reaches_any_output(
+    planted: Path, monkeypatch: pytest.MonkeyPatch, shared_torch_child: RealTorchChild
+) -> None:
     runner = CliRunner()
     snapshot = planted / "snap.json"
     summary = planted / "summary.md"

@@ -223,6 +223,7 @@ def silent_server() -> Iterator[str]:
     listener.close()
 
 
+@pytest.mark.exclusive
 def test_a_silent_index_ends_at_the_time_limit(silent_server: str, tmp_path: Path) -> None:
     started = time.monotonic()
     done = _run(

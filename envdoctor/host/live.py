@@ -9,6 +9,7 @@ import io
 import json
 import os
 import platform
+import select
 import shutil
 import subprocess
 import sys
@@ -167,6 +168,8 @@ class LiveHost:
         return CommandResult(returncode=proc.returncode, stdout="".join(tail))
 
     def python_json(self, interpreter: str, script: str, args: Sequence[str], timeout: float) -> ChildOutcome:
+        if script == "python_info.py" and not args and _is_this_process(interpreter, self._env):
+            return _python_info_here()
         early = _EARLY.pop((interpreter, script, tuple(args)), None) if self._env == os.environ else None
         if early is not None:
             proc, started = early
@@ -238,6 +241,29 @@ class LiveHost:
             return pwd.getpwuid(os.getuid()).pw_dir or None
         except (ImportError, KeyError):
             return None
+
+
+def _is_this_process(interpreter: str, environ: Mapping[str, str]) -> bool:
+    """`interpreter` started with `environ` would be this very process: the same path (a venv's
+    python is a link to the base one, so paths are compared unresolved) and the same variables
+    (PYTHONHOME and PYTHONPATH change what an interpreter says about itself)."""
+    return interpreter == sys.executable and environ == os.environ and not sys.flags.ignore_environment
+
+
+def _python_info_here() -> ChildOutcome:
+    """python_info.py's answer for the running interpreter, without starting it again: a child
+    costs `install` as much as the rest of its start-up."""
+    import importlib
+
+    started = time.perf_counter()
+    # Imported by name: the child scripts keep old, unannotated syntax that mypy does not check.
+    python_info: Any = importlib.import_module("envdoctor.child.python_info")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = int(python_info.main())
+    return ChildOutcome(
+        records=parse_records(out.getvalue()), returncode=code, seconds=time.perf_counter() - started
+    )
 
 
 def _child_argv(interpreter: str, script: str, args: Sequence[str]) -> list[str]:
@@ -369,6 +395,24 @@ class _Reader(threading.Thread):
             return
 
 
+def _wait(proc: subprocess.Popen[bytes], timeout: float) -> None:
+    """proc.wait(timeout=...) without its polling, which sleeps up to 50 ms at a time and so
+    notices a child's end that much late (every child of every command pays it): on Linux the
+    child's pidfd becomes readable the moment it ends. Elsewhere, Popen's own wait."""
+    try:
+        pidfd = os.pidfd_open(proc.pid)  # type: ignore[attr-defined,unused-ignore]
+    except (AttributeError, OSError):  # not Linux >= 5.3, or the child is gone already
+        proc.wait(timeout=timeout)
+        return
+    try:
+        ended, _, _ = select.select([pidfd], [], [], max(0.0, timeout))
+    finally:
+        os.close(pidfd)
+    if not ended:
+        raise subprocess.TimeoutExpired(proc.args, timeout)
+    proc.wait(timeout=_DRAIN)  # it has ended: this reaps it at once
+
+
 def _communicate(proc: subprocess.Popen[bytes], timeout: float) -> _Ran:
     """Wait up to `timeout` for the child, reading bounded output; kill its tree on timeout or
     when stdout passes STDOUT_LIMIT. Never waits on a grandchild that keeps a pipe open."""
@@ -384,7 +428,7 @@ def _communicate(proc: subprocess.Popen[bytes], timeout: float) -> _Ran:
     err.start()
     timed_out = False
     try:
-        proc.wait(timeout=timeout)
+        _wait(proc, timeout)
     except subprocess.TimeoutExpired:
         timed_out = not stopped.is_set()
         lifecycle.kill_tree(proc)

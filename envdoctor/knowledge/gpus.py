@@ -44,9 +44,17 @@ def lookup_gpu(name: str) -> GpuModel | None:
     if not wanted:
         return None
     for key, model in _models():
-        if re.search(rf"(?<![a-z0-9]){re.escape(key)}(?![a-z0-9])", wanted):
+        # The substring test first: it is what the pattern needs anyway, and it spares compiling
+        # (and searching with) a pattern per table row on every call.
+        if key in wanted and _whole_words(key).search(wanted):
             return model
     return None
+
+
+@cache
+def _whole_words(key: str) -> re.Pattern[str]:
+    """`key` not inside a longer name or number: "a10" is not found in "a100"."""
+    return re.compile(rf"(?<![a-z0-9]){re.escape(key)}(?![a-z0-9])")
 
 
 def architecture(capability: Capability) -> str | None:
