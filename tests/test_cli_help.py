@@ -175,7 +175,9 @@ def test_shell_completion_is_offered_on_every_path(monkeypatch: pytest.MonkeyPat
         [str(Path(sys.executable).parent / "envdoctor"), "--show-completion", "bash"],
         capture_output=True,
         text=True,
-        env={**env, "SHELL": "/bin/bash"},
+        # typer guesses the shell from the process tree unless told not to; under CI runners and
+        # pytest workers no shell may be an ancestor, so the test names it (typer's own switch).
+        env={**env, "SHELL": "/bin/bash", "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"},
         timeout=60,
         check=False,
     )
