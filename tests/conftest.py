@@ -30,6 +30,11 @@ from tests.early import Job, stop_queue
 from tests.real_torch import RealTorchChild, real_torch_child
 
 os.environ.setdefault("ENVDOCTOR_OFFLINE", "1")
+# Output wraps to COLUMNS (issue 13 item 22). pytest-xdist's workers export COLUMNS=80 and a user's
+# shell may export its own: the tests that are about widths set it themselves, the others read the
+# output of a pipe, whole lines.
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
 
 ROOT = Path(__file__).resolve().parent.parent
 
