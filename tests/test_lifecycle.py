@@ -50,8 +50,10 @@ def pycache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def slack(pycache: Path) -> float:
-    """What this machine adds to the +1 s: start-up beyond a normal 0.5 s (`envdoctor --version`,
-    best of three), so a loaded test machine does not fail a bound meant for envdoctor itself.
+    """What this machine adds to the +1 s: the wall time of a `check` that runs no child
+    (`check --only system`, best of three) beyond the 0.7 s it takes on an idle 2-core machine, so a
+    loaded test machine does not fail a bound meant for envdoctor itself. (`--version` was the
+    yardstick before; it takes the lean path, so it missed the load a full `check` start-up feels.)
     Measured right before each bounded run: the suite's other worker (pytest-xdist) and the early
     runs load the machine differently from one moment to the next."""
     env = {**os.environ, "PYTHONPYCACHEPREFIX": str(pycache)}
@@ -59,9 +61,15 @@ def slack(pycache: Path) -> float:
     times = []
     for _ in range(3):
         started = time.monotonic()
-        subprocess.run([*ENVDOCTOR, "--version"], env=env, capture_output=True, check=True, timeout=60)
+        subprocess.run(
+            [*ENVDOCTOR, "check", "--only", "system", "-f", "json", "--offline"],
+            env=env,
+            capture_output=True,
+            check=False,
+            timeout=60,
+        )
         times.append(time.monotonic() - started)
-    return max(0.0, min(times) - 0.5)
+    return max(0.0, min(times) - 0.7)
 
 
 class Machine:
