@@ -73,10 +73,13 @@ def several_cuda_toolkits_on_path(ctx: RuleContext) -> Iterator[Hit]:
     if keep is not None:
         why = f"(keeping CUDA {keep.version or '?'} at {keep.path})"
     else:
-        why = (
-            "(each one's DLLs would shadow torch's; torch needs no toolkit, and builds find one "
-            "through CUDA_PATH/CUDA_HOME)"
+        # Every toolkit here is one that ED409 or ED608 takes off PATH for torch's sake.
+        builds = (
+            f"; builds find CUDA {home.version or '?'} through {home.chosen_by}"
+            if home is not None and home.exists and home.chosen_by in ("CUDA_HOME", "CUDA_PATH")
+            else ""
         )
+        why = f"(their DLLs would shadow torch's, which needs no toolkit{builds})"
     fixes = path_removal_fixes(ctx.platform.os, facts.shell, path_name(ctx), facts.path, sorted(drop), why)
     if system and keep is not None:
         fixes += (_system_nvcc_fix(ctx, facts, keep, system),)
