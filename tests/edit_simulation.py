@@ -27,12 +27,27 @@ _CMD_REMOVAL = re.compile(
     rf"""for /f "delims=" %p in \('powershell -NoProfile -Command "{_PS_FILTER}"'\) do @set "(\w+)=%p"$"""
 )
 _PS_ITEM = re.compile(r"'((?:[^']|'')*)'")
-# Assignments of a literal value, in the three shells.
+# Assignments of a literal value (an unset assigns ""), in the three shells, for this session or for
+# good: (pattern, how its value is quoted).
 _LITERALS = (
-    re.compile(r"""export (\w+)=(.*)$"""),
-    re.compile(r"""\$env:(\w+) = '((?:[^']|'')*)'$"""),
-    re.compile(r"""set "(\w+)=(.*)"$"""),
+    (re.compile(r"""export (\w+)=(.*)$"""), "posix"),
+    (re.compile(r"""unset (\w+)()$"""), "posix"),
+    (re.compile(r"""\$env:(\w+) = '((?:[^']|'')*)'$"""), "powershell"),
+    (re.compile(r"""Remove-Item Env:(\w+)()$"""), "powershell"),
+    (
+        re.compile(r"""\[Environment\]::SetEnvironmentVariable\('(\w+)', '((?:[^']|'')*)', '\w+'\)$"""),
+        "powershell",
+    ),
+    (re.compile(r"""\[Environment\]::SetEnvironmentVariable\('(\w+)', \$null(), '\w+'\)$"""), "powershell"),
+    (re.compile(r"""set "(\w+)=(.*)"$"""), "cmd"),
 )
+
+
+def _unquote(value: str, quoting: str) -> str:
+    if quoting == "posix":
+        words = shlex.split(value)
+        return words[0] if words else ""
+    return value.replace("''", "'") if quoting == "powershell" else value
 
 
 def _unique(entries: list[str]) -> list[str]:
@@ -85,9 +100,9 @@ def literal_set(command: str) -> tuple[str, str] | None:
     """(variable, value) for a command that assigns a literal value (not a relative edit)."""
     if any(parse_edit(command, shell) for shell in ("posix", "powershell", "cmd")):
         return None
-    for pattern in _LITERALS:
+    for pattern, quoting in _LITERALS:
         if m := pattern.match(command):
-            return m.group(1), m.group(2)
+            return m.group(1), _unquote(m.group(2), quoting)
     return None
 
 
