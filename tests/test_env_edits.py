@@ -80,3 +80,15 @@ def test_set_variable_fixes_on_windows_offer_cmd_and_a_persistent_edit() -> None
 def test_set_variable_fixes_for_good_in_bash() -> None:
     _, persistent = set_variable_fixes("linux", "bash", "CUDA_HOME", "/opt/my cuda", "")
     assert persistent.commands == ("echo 'export CUDA_HOME='\"'\"'/opt/my cuda'\"'\"'' >> ~/.bashrc",)
+
+
+def test_cmd_removal_leaves_out_entries_cmd_would_expand() -> None:
+    """`%` expands on a cmd line and `"` would end the quoted PowerShell command: no cmd line then
+    (PowerShell's own line still removes them)."""
+    from envdoctor.rules.env_edits import cmd_removal, path_removal_fixes
+
+    assert cmd_removal("Path", ["C:\\%TOOLS%\\bin"], False) is None
+    assert cmd_removal("Path", ["C:\\tools\\bin"], False) is not None
+    fixes = path_removal_fixes("windows", None, "Path", ["C:\\%TOOLS%\\bin", "C:\\Windows"], [0], "(x)")
+    assert [f.summary.startswith("The same in a cmd window") for f in fixes] == [False, False]
+    assert "-notin @('C:\\%TOOLS%\\bin')" in fixes[0].commands[0]

@@ -20,6 +20,7 @@ from envdoctor.probes.toolkit import ToolkitFacts
 from envdoctor.rules.env_edits import path_removal_fixes, set_variable_fixes
 from envdoctor.snapshot import load
 from envdoctor.target import resolve_target
+from tests.edit_simulation import apply
 from tests.fixture_support import FIXTURES
 from tests.host_builder import LINUX, Machine, target
 from tests.scenario_fixtures import SCENARIOS, Scenario, nvcc_version
@@ -118,7 +119,8 @@ def test_shadow_fix_removes_exactly_the_offending_entries() -> None:
     assert "cudnn 9.1.0" in ed407.detail and "torch bundles 9.5.1.17" in ed407.detail
     commands = [c for fix in ed407.fixes for c in fix.commands]
     assert commands[0].startswith("env -u LD_LIBRARY_PATH ")
-    assert "unset LD_LIBRARY_PATH" in commands  # both entries hold shadowing copies
+    entries = ("/opt/cudnn-9.1.0/lib", "/usr/local/cuda-12.4/lib64")  # both hold shadowing copies
+    assert apply(commands, "posix", "LD_LIBRARY_PATH", ":".join((*entries, "/opt/other"))) == "/opt/other"
 
 
 def test_major_mismatch_points_cuda_home_at_the_matching_toolkit() -> None:
@@ -135,8 +137,9 @@ def test_several_toolkits_keep_the_one_matching_torch_and_drop_its_repeats() -> 
     findings = _findings(SCENARIOS["linux-cuda-home-118-with-cu121-torch"]())
     ed405 = next(f for f in findings if f.code == "ED405")
     session = ed405.fixes[0].commands[0]
-    assert session.startswith("export PATH=/usr/local/cuda-12.1/bin:")
-    assert "cuda-11.8" not in session
+    assert "(keeping CUDA 12.1.1 at /usr/local/cuda-12.1/bin)" in ed405.fixes[0].summary
+    path = "/usr/local/cuda-11.8/bin:/usr/local/cuda-12.1/bin:/usr/bin"
+    assert apply([session], "posix", "PATH", path) == "/usr/local/cuda-12.1/bin:/usr/bin"
 
 
 def test_stale_cuda_variable_gets_an_unset_fix() -> None:
@@ -231,9 +234,12 @@ def test_posix_path_edits(shell: str | None) -> None:
     fixes = path_removal_fixes("linux", shell, "PATH", entries, [1, 3], "(stale)")
     session = fixes[0].commands[0]
     if shell == "fish":
-        assert session == "set -gx PATH /a/bin /usr/bin"
+        assert session.startswith(
+            "set -gx PATH (printf '%s\\n' $PATH | grep -vxF -e /usr/local/cuda-10.2/bin"
+        )
     else:
-        assert session == "export PATH=/a/bin:/usr/bin"
+        # Relative to the live value: an entry added since the snapshot stays.
+        assert apply([session], "posix", "PATH", ":".join(["/new", *entries])) == "/new:/a/bin:/usr/bin"
     assert "cuda-10.2" in fixes[1].commands[0]
     assert (
         set_variable_fixes("linux", shell, "CUDA_HOME", "/opt/my cuda", "")[0]
@@ -245,11 +251,13 @@ def test_posix_path_edits(shell: str | None) -> None:
 def test_windows_path_edits_keep_first_copies() -> None:
     entries = ["C:\\A", "C:\\CUDA\\v11.8\\bin", "C:\\A"]
     repeat = path_removal_fixes("windows", None, "Path", entries, [2], "(repeat)")
-    assert repeat[0].commands == ("$env:Path = 'C:\\A;C:\\CUDA\\v11.8\\bin'",)
+    for shell, fix in (("powershell", repeat[0]), ("cmd", repeat[1])):
+        assert apply(fix.commands, shell, "Path", ";".join(entries)) == "C:\\A;C:\\CUDA\\v11.8\\bin"
     assert "Select-Object -Unique" in repeat[2].commands[0]
     drop = path_removal_fixes("windows", None, "Path", entries, [1], "(old)")
     assert "-notin @('C:\\CUDA\\v11.8\\bin')" in drop[0].commands[0]
-    assert drop[1].commands == ('set "Path=C:\\A;C:\\A"',)
+    for shell, fix in (("powershell", drop[0]), ("cmd", drop[1])):
+        assert apply(fix.commands, shell, "Path", ";".join(entries)) == "C:\\A;C:\\A"
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs an nvcc on PATH")
@@ -310,9 +318,9 @@ def test_several_toolkits_never_drop_a_system_folder_from_path() -> None:
     ed405 = next(f for f in findings if f.code == "ED405")
     commands = [c for fix in ed405.fixes for c in fix.commands]
     texts = [fix.summary for fix in ed405.fixes]
-    for command in commands:
-        if command.startswith("export PATH="):
-            assert "/usr/local/bin" in command.split("=", 1)[1].split(":")
+    path = f"{VENV}/bin:/usr/local/bin:/usr/bin:/usr/local/cuda-12.6/bin"
+    after = apply(commands, "posix", "PATH", path).split(":")
+    assert "/usr/local/bin" in after and after[0] == "/usr/local/cuda-12.6/bin"
     assert not any("Remove /usr/local/bin" in t for t in texts), texts
     assert any("/usr/local/bin/nvcc" in t for t in texts), texts
 

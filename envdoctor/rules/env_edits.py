@@ -198,52 +198,42 @@ def _removal_fixes(
 ) -> tuple[Fix, ...]:
     gone = list(dict.fromkeys(entries[i] for i in sorted(drop)))
     kept = [e for i, e in enumerate(entries) if i not in drop]
-    duplicates_only = all(g in kept for g in gone)
+    # Entries that go entirely, and whether some only lose their repeats (the first one stays).
+    whole = [g for g in gone if g not in kept]
+    repeats = len(whole) < len(gone)
+    duplicates_only = not whole
     names = ", ".join(gone)
     if os_name == "windows":
-        listed = ", ".join(powershell_quote(g.rstrip("\\")) for g in gone)
-        if duplicates_only:
-            keep = "Where-Object { $_ } | Select-Object -Unique"
-            what = "remove the repeated entries"
-        else:
-            keep = f"Where-Object {{ $_ -and $_.TrimEnd('\\') -notin @({listed}) }}"
-            what = "remove them"
+        what = "remove the repeated entries" if duplicates_only else "remove them"
         quoted = powershell_quote(variable)
         persistent = (
             f"foreach ($scope in 'User', 'Machine') {{ $p = [Environment]::GetEnvironmentVariable("
             f"{quoted}, $scope); if ($p) {{ [Environment]::SetEnvironmentVariable({quoted}, "
-            f"(($p -split ';') | {keep}) -join ';', $scope) }} }}"
+            f"{powershell_filter('$p', whole, repeats)}, $scope) }} }}"
         )
-        value = ";".join(kept)
-        # Distinct entries are filtered out of the live value; removing only the repeats of an
-        # entry needs the exact remaining value.
-        session = (
-            powershell_set(variable, value)
-            if duplicates_only
-            else powershell_assign(variable, f"($env:{variable} -split ';' | {keep}) -join ';'")
-        )
-        return (
+        fixes = [
             Fix(
                 summary=f"Remove {names} from {variable} {why} in this PowerShell session",
-                commands=(session,),
-            ),
-            Fix(summary="The same in a cmd window", commands=(cmd_set(variable, value),)),
+                commands=(powershell_removal(variable, whole, repeats),),
+            )
+        ]
+        cmd = cmd_removal(variable, whole, repeats)
+        if cmd is not None:
+            fixes.append(Fix(summary="The same in a cmd window", commands=(cmd,)))
+        fixes.append(
             Fix(
                 summary=f"For good: {what} from the user and system values (PowerShell as "
                 "administrator, or Settings > System > About > Advanced system settings > "
                 "Environment Variables), then open a new terminal",
                 commands=(persistent,),
-            ),
+            )
         )
+        return tuple(fixes)
     startup = _posix_startup(shell)
     pattern = "\\|".join(gone)
     find = f"grep -n {shlex.quote(pattern)} {startup} /etc/environment 2>/dev/null"
-    if not kept:
-        session = unset_command(os_name, shell, variable)
-    elif shell == "fish":
-        session = fish_set(variable, *kept)  # fish keeps PATH-like variables as lists
-    else:
-        session = posix_set(variable, ":".join(kept))
+    removal = fish_removal if shell == "fish" else posix_removal
+    session = removal(variable, whole, repeats)
     return (
         Fix(summary=f"Remove {names} from {variable} {why} in this shell", commands=(session,)),
         Fix(
@@ -252,6 +242,75 @@ def _removal_fixes(
             commands=(find,),
         ),
     )
+
+
+# --- edits relative to the live value --------------------------------------------------------------
+# Every removal filters the named entries out of the variable's value at the time it runs, never
+# assigns a snapshot of the whole value: several findings' edits of one variable then compose in any
+# order (a snapshot computed from the original value would put back what an earlier edit removed).
+# `whole` are the entries that go entirely; `repeats` drops later repeats of any entry (the first
+# occurrence wins a lookup, so dropping repeats never changes what is found).
+
+
+def posix_filter(value: str, whole: Sequence[str], repeats: bool) -> str:
+    """A POSIX sh pipeline printing `value` (a shell word) split on ':', filtered, one per line."""
+    stages = [f"printf '%s' {value}", "tr ':' '\\n'"]
+    if whole:
+        stages.append("grep -vxF " + " ".join(f"-e {shlex.quote(w)}" for w in whole))
+    if repeats:
+        stages.append("awk '!seen[$0]++'")
+    return " | ".join(stages)
+
+
+def posix_removal(variable: str, whole: Sequence[str], repeats: bool) -> str:
+    """bash/zsh/sh: `export V="$(... | paste -sd: -)"`, the entries filtered out of the live value."""
+    live = f'"${variable}"'
+    return f'export {variable}="$({posix_filter(live, whole, repeats)} | paste -sd: -)"'
+
+
+def fish_removal(variable: str, whole: Sequence[str], repeats: bool) -> str:
+    """fish keeps variables named *PATH as lists: one element per line in, the filtered list out."""
+    stages = [f"printf '%s\\n' ${variable}"]
+    if whole:
+        stages.append("grep -vxF " + " ".join(f"-e {shlex.quote(w)}" for w in whole))
+    if repeats:
+        stages.append("awk '!seen[$0]++'")
+    return f"set -gx {variable} ({' | '.join(stages)})"
+
+
+def powershell_filter(value: str, whole: Sequence[str], repeats: bool) -> str:
+    """A PowerShell expression: `value` split on ';', without empty entries and the `whole` ones
+    (compared without a trailing backslash and, like Windows, case-insensitively), joined again."""
+    keep = "$_"
+    if whole:
+        listed = ", ".join(powershell_quote(w.rstrip("\\")) for w in whole)
+        keep = f"$_ -and $_.TrimEnd('\\') -notin @({listed})"
+    unique = " | Select-Object -Unique" if repeats else ""
+    return f"(({value} -split ';') | Where-Object {{ {keep} }}{unique}) -join ';'"
+
+
+def powershell_removal(variable: str, whole: Sequence[str], repeats: bool) -> str:
+    return powershell_assign(variable, powershell_filter(f"$env:{variable}", whole, repeats))
+
+
+def cmd_removal(variable: str, whole: Sequence[str], repeats: bool) -> str | None:
+    """cmd cannot filter a list in one line (%V% expands once per line, before any edit on it), so
+    PowerShell computes the value from cmd's live one and `for /f` assigns it. None when an entry
+    holds a character cmd would expand or end the quoted command at (% or ")."""
+    if any(c in w for w in whole for c in '%"'):
+        return None
+    expression = powershell_filter(f"$env:{variable}", whole, repeats)
+    run = f'powershell -NoProfile -Command "{expression}"'
+    return f'for /f "delims=" %p in (\'{run}\') do @set "{variable}=%p"'
+
+
+def prepend_command(os_name: str, shell: str | None, variable: str, entry: str) -> str:
+    """Putting `entry` first on `variable` for this session, relative to its live value."""
+    if os_name == "windows":
+        return powershell_assign(variable, f"{powershell_quote(entry + ';')} + $env:{variable}")
+    if shell == "fish":
+        return f"set -gx {variable} {shlex.quote(entry)} ${variable}"
+    return f'export {variable}={shlex.quote(entry)}:"${variable}"'
 
 
 def set_variable_fixes(

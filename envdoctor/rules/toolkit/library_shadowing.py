@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from envdoctor.knowledge import cuda_libraries
 from envdoctor.model import Fix, Severity
 from envdoctor.probes.python_env import PythonFacts
-from envdoctor.probes.toolkit import LibraryCopy, ToolkitFacts
+from envdoctor.probes.toolkit import CudaBinEntry, LibraryCopy, ToolkitFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.env_edits import path_removal_fixes
@@ -156,6 +156,23 @@ def _torch_dll_dirs(ctx: RuleContext) -> list[str]:
     return [d.rstrip("\\").lower() for d in dirs]
 
 
+def bins_before_torch_dlls(ctx: RuleContext, facts: ToolkitFacts) -> tuple[list[CudaBinEntry], int | None]:
+    """On Windows, the CUDA bin folders of another major version than torch's before torch's own DLL
+    folder on PATH, and that folder's position (ED409 removes them; ED405 never keeps one)."""
+    cuda = torch_cuda(ctx)
+    if ctx.platform.os != "windows" or cuda is None:
+        return [], None
+    torch_dirs = _torch_dll_dirs(ctx)
+    positions = [i for i, entry in enumerate(facts.path) if entry.rstrip("\\").lower() in torch_dirs]
+    if not positions:
+        return [], None  # torch's folders are not on PATH: its loader puts them first itself
+    first = positions[0]
+    early = [
+        b for b in toolkit_bins(facts) if b.index < first and b.version and major(b.version) != major(cuda)
+    ]
+    return early, first
+
+
 @rule(
     code="ED409",
     name="cuda-bin-before-torch-dlls",
@@ -176,17 +193,8 @@ def cuda_bin_before_torch_dlls(ctx: RuleContext) -> Iterator[Hit]:
         return
     facts = ctx.need(ToolkitFacts)
     cuda = torch_cuda(ctx)
-    if cuda is None:
-        return
-    torch_dirs = _torch_dll_dirs(ctx)
-    positions = [i for i, entry in enumerate(facts.path) if entry.rstrip("\\").lower() in torch_dirs]
-    if not positions:
-        return  # torch's folders are not on PATH: its loader puts them first itself
-    first = positions[0]
-    early = [
-        b for b in toolkit_bins(facts) if b.index < first and b.version and major(b.version) != major(cuda)
-    ]
-    if not early:
+    early, first = bins_before_torch_dlls(ctx, facts)
+    if not early or cuda is None or first is None:
         return
     listing = ", ".join(f"PATH[{b.index}] {b.path} (CUDA {b.version})" for b in early)
     yield Hit(

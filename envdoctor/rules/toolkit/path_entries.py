@@ -7,14 +7,17 @@ from collections.abc import Iterator
 
 from envdoctor.model import Fix, Severity
 from envdoctor.probes.toolkit import CudaBinEntry, ToolkitFacts
+from envdoctor.probes.windows import PATH, WindowsFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.env_edits import (
     is_system_folder,
     path_removal_fixes,
-    set_command,
+    prepend_command,
     set_variable_fixes,
 )
+from envdoctor.rules.toolkit.library_shadowing import bins_before_torch_dlls
 from envdoctor.rules.toolkit.toolkits import BUNDLED, major, major_minor, path_name, toolkit_bins, torch_cuda
+from envdoctor.rules.windows.dll_loading import shadowing_cuda
 
 
 @rule(
@@ -29,7 +32,8 @@ from envdoctor.rules.toolkit.toolkits import BUNDLED, major, major_minor, path_n
         why="Each CUDA installer adds its bin folder; with several, the nvcc a build runs and "
         "the headers CUDA_HOME provides can disagree.",
         fix="Remove the other toolkits' bin folders from PATH (the exact edit for your shell is "
-        "shown), keeping the one that matches torch.",
+        "shown), keeping the one that matches torch's CUDA version, unless its DLLs would shadow "
+        "torch's on Windows (ED608, ED409): then none stays, and builds use CUDA_PATH.",
         example="CUDA v11.8\\bin and v12.1\\bin both on the Windows PATH.",
     ),
 )
@@ -42,11 +46,15 @@ def several_cuda_toolkits_on_path(ctx: RuleContext) -> Iterator[Hit]:
     cuda = torch_cuda(ctx)
     home = facts.cuda_home
     home_key = home.path.rstrip("\\/").lower() if home is not None else None
+    # The torch build's CUDA version decides which toolkit stays, among those no other rule takes off
+    # PATH for torch's sake (ED409, ED608): two findings never remove each other's kept entry.
+    rejected = _removed_for_torch(ctx, facts)
+    candidates = [b for b in bins if b.index not in rejected]
     keep = (
-        next((b for b in bins if cuda and major_minor(b.version) == cuda), None)
-        or next((b for b in bins if cuda and major(b.version) == major(cuda)), None)
-        or next((b for b in bins if home_key and b.path.lower().startswith(home_key)), None)
-        or bins[0]
+        next((b for b in candidates if cuda and major_minor(b.version) == cuda), None)
+        or next((b for b in candidates if cuda and major(b.version) == major(cuda)), None)
+        or next((b for b in candidates if home_key and b.path.lower().startswith(home_key)), None)
+        or next(iter(candidates), None)
     )
     others = [b for b in bins if b is not keep]
     # A system folder (/usr/local/bin holding an nvcc wrapper) stays: other programs live there.
@@ -62,10 +70,19 @@ def several_cuda_toolkits_on_path(ctx: RuleContext) -> Iterator[Hit]:
             "that use CUDA_HOME and those that run nvcc from PATH disagree."
         )
     detail += f" Mixed toolkits confuse builds; torch itself is unaffected: {BUNDLED}."
-    why = f"(keeping CUDA {keep.version or '?'} at {keep.path})"
+    if keep is not None:
+        why = f"(keeping CUDA {keep.version or '?'} at {keep.path})"
+    else:
+        # Every toolkit here is one that ED409 or ED608 takes off PATH for torch's sake.
+        builds = (
+            f"; builds find CUDA {home.version or '?'} through {home.chosen_by}"
+            if home is not None and home.exists and home.chosen_by in ("CUDA_HOME", "CUDA_PATH")
+            else ""
+        )
+        why = f"(their DLLs would shadow torch's, which needs no toolkit{builds})"
     fixes = path_removal_fixes(ctx.platform.os, facts.shell, path_name(ctx), facts.path, sorted(drop), why)
-    if system:
-        fixes += (_system_nvcc_fix(ctx, facts, keep, system, drop),)
+    if system and keep is not None:
+        fixes += (_system_nvcc_fix(ctx, facts, keep, system),)
     yield Hit(
         title=f"{len(bins)} CUDA toolkits are on PATH; "
         f"CUDA {major_minor(bins[0].version) or '?'} comes first",
@@ -76,31 +93,36 @@ def several_cuda_toolkits_on_path(ctx: RuleContext) -> Iterator[Hit]:
 
 
 def _system_nvcc_fix(
-    ctx: RuleContext, facts: ToolkitFacts, keep: CudaBinEntry, system: list[CudaBinEntry], drop: set[int]
+    ctx: RuleContext, facts: ToolkitFacts, keep: CudaBinEntry, system: list[CudaBinEntry]
 ) -> Fix:
     """Name the nvcc file in a system folder and put the kept toolkit ahead of it, dropping nothing."""
     windows = ctx.platform.os == "windows"
-    sep, exe = (";", "nvcc.exe") if windows else (":", "nvcc")
+    exe = "nvcc.exe" if windows else "nvcc"
     files = []
     for entry in system:
         name = entry.path.rstrip("\\/") + ("\\" if windows else "/") + exe
         wrapper = facts.nvcc.wrapper_for if facts.nvcc and facts.nvcc.path == name else None
         what = f"a script that runs {wrapper}" if wrapper else f"CUDA {entry.version or '?'}"
         files.append(f"{name} ({what})")
-    # The kept toolkit goes right before the first system folder holding an nvcc; the rest keeps its order.
-    first = min(b.index for b in system)
-    rest: list[str] = []
-    for index, folder in enumerate(facts.path):
-        if index == first:
-            rest.append(keep.path)
-        if index not in drop and index != keep.index:
-            rest.append(folder)
+    # The kept toolkit goes first, relative to the live value (the removals are their own fixes).
     return Fix(
         summary=f"Leave {', '.join(b.path for b in system)} on {path_name(ctx)}: other programs "
         f"live there. The nvcc in it is {'; '.join(files)}: remove or rename that file if you put "
         f"it there, or put {keep.path} ahead of it for this session",
-        commands=(set_command(ctx.platform.os, facts.shell, path_name(ctx), sep.join(rest)),),
+        commands=(prepend_command(ctx.platform.os, facts.shell, path_name(ctx), keep.path),),
     )
+
+
+def _removed_for_torch(ctx: RuleContext, facts: ToolkitFacts) -> set[int]:
+    """PATH positions that ED409 (another major's bin before torch's DLLs) or ED608 (DLLs named like
+    torch's, of other versions) remove: ED405 keeps none of them."""
+    rejected = {b.index for b in bins_before_torch_dlls(ctx, facts)[0]}
+    windows = ctx.get(WindowsFacts)
+    if windows is not None:
+        rejected |= {
+            f.path_index for f in shadowing_cuda(windows) if f.origin == PATH and f.path_index is not None
+        }
+    return rejected
 
 
 @rule(

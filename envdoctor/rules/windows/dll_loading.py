@@ -103,7 +103,7 @@ def torch_dll_load_fails(ctx: RuleContext) -> Iterator[Hit]:
         )
     else:
         fixes.extend(redist_fixes())
-    suspects = [f for f in facts.runtime_files if f.origin == PATH] + list(_shadowing_cuda(facts))
+    suspects = [f for f in facts.runtime_files if f.origin == PATH] + list(shadowing_cuda(facts))
     fixes.extend(folder_removal(ctx, suspects, "(foreign DLLs torch may pick up)"))
     reinstall = reinstall_fix(ctx)
     if reinstall is not None:
@@ -122,8 +122,9 @@ def runtime_new_enough(ctx: RuleContext, facts: WindowsFacts) -> bool:
     return ctx.get(TorchFacts) is None or too_old(ctx) is None
 
 
-def _shadowing_cuda(facts: WindowsFacts) -> Iterator[DllFile]:
-    """CUDA DLLs on PATH named like torch's own but of another build, or seen loaded from PATH."""
+def shadowing_cuda(facts: WindowsFacts) -> Iterator[DllFile]:
+    """CUDA DLLs on PATH named like torch's own but of another build, or seen loaded from PATH
+    (ED608 removes their folders; ED405 never keeps one of them)."""
     torch_dlls = {f.name: f for f in facts.torch_cuda_dlls}
     for file in facts.cuda_dlls_on_path:
         own = torch_dlls.get(file.name)
@@ -156,7 +157,7 @@ def _shadowing_cuda(facts: WindowsFacts) -> Iterator[DllFile]:
 )
 def cuda_dlls_on_path_shadow_torch(ctx: RuleContext) -> Iterator[Hit]:
     facts = ctx.need(WindowsFacts)
-    found = list(dict.fromkeys(_shadowing_cuda(facts)))
+    found = list(dict.fromkeys(shadowing_cuda(facts)))
     if not found:
         return
     torch_dlls = {f.name: f for f in facts.torch_cuda_dlls}
