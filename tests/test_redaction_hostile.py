@@ -185,7 +185,9 @@ def test_masking_is_linear(value: str) -> None:
     for mask in (redact_text, has_secret, lambda v: redact_private_text(v, homes=("/home/a",)), one_line):
         started = time.perf_counter()
         mask(value)
-        assert time.perf_counter() - started < 0.5, mask
+        # Linear is ~0.2 s at worst here on an idle machine, quadratic was 11 s to minutes (issue 13
+        # item 4): 2 s tells them apart on a loaded CI machine too.
+        assert time.perf_counter() - started < 2.0, mask
 
 
 @pytest.mark.parametrize(
