@@ -38,10 +38,26 @@ def torch_not_installed(ctx: RuleContext) -> Iterator[Hit]:
         fix = planned_fix(ctx, "Install torch's CPU build (no CUDA build fits this machine)", want_cuda=False)
     yield Hit(
         title=f"torch is not installed in {ctx.interpreter.path}",
-        detail=f"The examined environment, {ctx.interpreter.reason}, cannot import torch.",
+        detail=_not_importable(ctx.interpreter.reason),
         evidence=("torch.installed = false",),
         fixes=(fix,) if fix else (),
     )
+
+
+def _not_importable(reason: str) -> str:
+    """ED001's detail in whole sentences. The chooser's reason can hold clauses ("the project
+    environment ./.venv; envdoctor's own environment (...) has no torch (--python chooses
+    another)", "envdoctor's own environment (...): no project environment found (...); create
+    one ..."), which read badly as one apposition."""
+    where, _, rest = reason.partition("; ")
+    where, _, found = where.partition(": ")
+    if not rest and not found:
+        return f"The examined environment, {where}, cannot import torch."
+    text = f"The examined environment is {where}, and it cannot import torch."
+    if found:
+        return f"{text} {found[0].upper()}{found[1:]}{f'; {rest}' if rest else ''}."
+    rest = rest.replace(" (--python chooses another)", "; --python examines another interpreter")
+    return f"{text} It was chosen because {rest}."
 
 
 @dataclass(frozen=True)
