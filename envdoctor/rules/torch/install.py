@@ -200,7 +200,8 @@ _CRASH_CAUSE = {
         "program; envdoctor runs it isolated so the rest of the report still comes out.",
         fix="Reproduce by hand with faulthandler enabled to see the native stack; check the "
         "driver and the library path findings.",
-        example="`import torch` dies with SIGSEGV (signal 11) while loading CUDA libraries.",
+        example="`import torch` dies with SIGSEGV (signal 11) while loading CUDA libraries; or "
+        "the shell's working directory was deleted, where the import fails whatever is installed.",
     ),
 )
 def torch_check_crashed(ctx: RuleContext) -> Iterator[Hit]:
@@ -213,6 +214,22 @@ def torch_check_crashed(ctx: RuleContext) -> Iterator[Hit]:
     detail = _CRASH_CAUSE[ending.kind] + ("\nLast output: " + tail if tail else "")
     python = quote(ctx.interpreter.path, ctx.platform.os)
     command = f'{python} -X faulthandler -c "import torch; print(torch.__version__)"'
+    if end.working_directory_gone:
+        # Named first: the crash is this folder's doing, and reproducing it here teaches nothing.
+        yield Hit(
+            title=f"the torch check {ending.describe(end.last_stage)}: "
+            "the working directory no longer exists",
+            detail="The folder this shell is in was deleted (or moved) after the shell entered it. "
+            "`import torch` fails there for any program, whatever is installed." + ("\n" + detail),
+            evidence=("torch.crash", "working directory: deleted"),
+            fixes=(
+                Fix(
+                    summary="Change to a folder that exists, then run envdoctor again",
+                    commands=("cd ~", "envdoctor check") if ctx.platform.os != "windows" else ("cd ~",),
+                ),
+            ),
+        )
+        return
     yield Hit(
         title=f"the torch check {ending.describe(end.last_stage)}",
         detail=detail,
