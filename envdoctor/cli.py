@@ -108,7 +108,7 @@ def _live_report_inputs(
     from envdoctor.engine import run_probes
     from envdoctor.host.live import LiveHost
     from envdoctor.probes import PROBES, CheckOptions, ProbeContext
-    from envdoctor.target import TargetError, start_target
+    from envdoctor.target import TargetError, start_target, through_shim
 
     host = LiveHost()
     deadline = lifecycle.deadline(timeout)  # every limit below derives from --timeout
@@ -135,7 +135,7 @@ def _live_report_inputs(
         target.info  # noqa: B018 - an interpreter that did not answer is exit 2, not a finding
     except TargetError as exc:
         fail(str(exc))
-    return host.platform(), target.interpreter, results
+    return host.platform(), through_shim(target.interpreter, target.info), results
 
 
 def _write(text: str, output: str | None) -> None:

@@ -33,7 +33,7 @@ COMMAND_HELP: dict[str, str] = {
     "check": "Examine this machine (or a snapshot) and report what stops PyTorch from working.",
     "snapshot": "Record what the probes see here (credentials redacted), to diagnose elsewhere with --from.",
     "report": "Print a Markdown block to paste into a bug report: every probe's facts and the findings, "
-    "with\ncredentials, user names in paths and GPU UUIDs masked.",
+    "with credentials, user names in paths and GPU UUIDs masked.",
     "rules": "List every rule: code, name, severity and what it checks.",
     "explain": "Print a rule's documentation: what it checks, why it matters, how to fix it.",
     "install": "Print the pinned pip/uv/conda command that installs a working torch here (or on a "
@@ -49,15 +49,15 @@ COMMAND_HELP: dict[str, str] = {
     "130 interrupted.",
     "fleet": "Diagnose many nodes' snapshots at once: nodes grouped by stack, skew between them, failing "
     "nodes.\n\nSnapshots come from `envdoctor snapshot -o snaps/NODE.json` on each node (srun, a "
-    "DaemonSet, ...).\nExit codes as `check`: 0 healthy, 1 problems found, 2 bad options or no "
+    "DaemonSet, ...). Exit codes as `check`: 0 healthy, 1 problems found, 2 bad options or no "
     "snapshot at all.",
     "cluster": "Check a whole multi-node job, started by its own launcher on every node.\n\n"
     "torchrun --nnodes N --nproc-per-node G -m envdoctor cluster; srun python -m envdoctor cluster;\n"
     "mpirun -x MASTER_ADDR -x MASTER_PORT python -m envdoctor cluster; or any launcher that sets "
-    "RANK,\nWORLD_SIZE, MASTER_ADDR and MASTER_PORT. One process per node runs the node's check; every "
-    "rank\njoins a process group (NCCL, else gloo), exchanges its node's snapshot through the "
-    "rendezvous\nstore and runs an all-reduce. Rank 0 prints the fleet report; every rank exits with "
-    "its code\n(0 healthy, 1 problems found, 2 envdoctor could not run as asked).",
+    "RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT. One process per node runs the node's check; every "
+    "rank joins a process group (NCCL, else gloo), exchanges its node's snapshot through the "
+    "rendezvous store and runs an all-reduce. Rank 0 prints the fleet report; every rank exits with "
+    "its code (0 healthy, 1 problems found, 2 envdoctor could not run as asked).",
 }
 
 # Below this width rich shrinks the option column (30 cells with --install-completion) and

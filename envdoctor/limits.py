@@ -19,6 +19,10 @@ SNAPSHOT_LIMIT = 64 * MIB
 _CHUNK = 1024 * 1024
 
 
+# The reason read_bytes gives for a FIFO: pip and uv would wait forever reading such a file.
+FIFO_REASON = "not a regular file (a FIFO)"
+
+
 class NotRegularFile(OSError):
     """A FIFO, device or socket where a file was expected."""
 

@@ -34,6 +34,24 @@ _SECRET_PARAM_WORD = re.compile(r"token|secret|pass|pwd|key|auth|sig|credential"
 # keeps a name from starting inside another word, so each position is tried once.
 _ASSIGNMENT = re.compile(r"(?<![\w.\-])(-{0,2}[A-Za-z][\w.\-]{0,63})([ \t]*=[ \t]*)([^\s&#,;]+)")
 
+# Well-known token shapes, masked wherever they stand (a value in free text, an error message):
+# GitHub (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_), GitLab (glpat-), Hugging Face (hf_), OpenAI
+# style (sk-), Slack (xox?-) and AWS access key ids (AKIA/ASIA). The look-behind keeps a match
+# from starting inside a word, so each run of characters is scanned once: linear.
+_TOKEN_SHAPE = re.compile(
+    r"(?<![A-Za-z0-9_\-])(gh[pousr]_|github_pat_|glpat-|hf_|sk-|xox[abprs]-)[A-Za-z0-9_\-]{20,}"
+    r"|(?<![A-Za-z0-9])(AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"
+)
+# An HTTP credential: "Authorization: <scheme> VALUE" (any scheme) and "Bearer VALUE" anywhere.
+_AUTH_HEADER = re.compile(
+    r"(?i)((?<![\w\-])authorization[ \t]*:[ \t]*(?:(?:bearer|basic|token|digest)[ \t]+)?"
+    r"|(?<![\w\-])bearer[ \t]+)([^\s,;'\"]+)"
+)
+# "password: VALUE" in free text: a name, a colon, then the value (found separately, see
+# _mask_colon_secrets). "//" after the colon is a URL, not a value.
+_COLON_NAME = re.compile(r"(?<![\w.\-])([A-Za-z][\w.\-]{0,63})[ \t]*:[ \t]*(?=[^\s/])")
+_VALUE = re.compile(r"[^\s&#,;]+")
+
 # Names that say "secret": anywhere in the name ...
 _SECRET_PART = re.compile(
     r"TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|COOKIE|SESSION",
@@ -98,11 +116,55 @@ def _assignment(match: re.Match[str]) -> str:
     return match.group(0)
 
 
+def _token_shape(match: re.Match[str]) -> str:
+    return (match.group(1) or match.group(2)) + MASK  # the prefix says which kind of token it was
+
+
+def _auth_header(match: re.Match[str]) -> str:
+    value, tail = _split_tail(match.group(2))
+    if not value or value == MASK:
+        return match.group(0)
+    return f"{match.group(1)}{MASK}{tail}"
+
+
+def _mask_colon_secrets(text: str) -> str:
+    """NAME: VALUE with a name that says secret (password, token, api_key ...) -> NAME: ****.
+
+    Only the long secret words count here (_SECRET_PART): "key: x" and "auth: x" are too common
+    in ordinary messages. Each search starts where the last match or value ended: linear.
+    """
+    if ":" not in text:
+        return text
+    out: list[str] = []
+    done = pos = 0
+    while True:
+        match = _COLON_NAME.search(text, pos)
+        if match is None:
+            break
+        pos = match.end()
+        if match.group(1) in _NOT_SECRET_NAMES or not _SECRET_PART.search(match.group(1)):
+            continue
+        found = _VALUE.match(text, pos)
+        if found is None:
+            continue
+        value, _ = _split_tail(found.group(0))
+        if value and value != MASK:
+            out.append(text[done:pos])
+            out.append(MASK)
+            done = pos + len(value)
+        pos = found.end()
+    out.append(text[done:])
+    return "".join(out)
+
+
 def redact_text(text: str) -> str:
     text = _mask_userinfo(text, keep_user=True)
     text = _CONDA_TOKEN.sub(lambda m: f"{m.group(1)}{MASK}", text)
     text = _QUERY_PARAM.sub(_query, text)
-    return _ASSIGNMENT.sub(_assignment, text)
+    text = _ASSIGNMENT.sub(_assignment, text)
+    text = _AUTH_HEADER.sub(_auth_header, text)
+    text = _TOKEN_SHAPE.sub(_token_shape, text)
+    return _mask_colon_secrets(text)
 
 
 def _has_userinfo(text: str) -> bool:

@@ -15,6 +15,14 @@ T = TypeVar("T")
 # Facts are counts, sizes and versions: every integer fits 64 bits, as in the JSON Schemas and
 # in every other language that reads a snapshot.
 INT_MIN, INT_MAX = -(2**63), 2**63 - 1
+# The only integer fields that may be below zero: exit codes (-N is signal N on POSIX) and
+# Windows error codes (HRESULTs read as signed). Every other integer is a count, size, index, line,
+# version or signal number, so a negative one is a corrupt or hand-edited snapshot.
+SIGNED_FIELDS = frozenset({"exit_code", "winerror", "returncode"})
+
+
+def may_be_negative(field_name: str) -> bool:
+    return field_name in SIGNED_FIELDS
 
 
 class DataError(ValueError):
@@ -85,7 +93,11 @@ def _convert(tp: Any, data: object, where: str) -> Any:
             if not f.init:
                 continue
             if f.name in data:
-                kwargs[f.name] = _convert(hints[f.name], data[f.name], f"{where}.{f.name}")
+                value = _convert(hints[f.name], data[f.name], f"{where}.{f.name}")
+                negative = isinstance(value, int) and not isinstance(value, bool) and value < 0
+                if negative and not may_be_negative(f.name):
+                    raise DataError(f"{where}.{f.name}: expected a count, size or index >= 0, got {value}")
+                kwargs[f.name] = value
             elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 raise DataError(f"{where}: missing field {f.name!r}")
         return tp(**kwargs)

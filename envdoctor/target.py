@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import ntpath
+import posixpath
 import threading
 from dataclasses import dataclass
 
@@ -115,6 +118,21 @@ def start_target(host: Host, explicit: str | None, timeout: float = _INFO_TIMEOU
     target = Target(_chosen(host, None))
     target._ask_in_background(host, timeout)
     return target
+
+
+def through_shim(interpreter: Interpreter, info: PythonInfo) -> Interpreter:
+    """The interpreter to show: a version manager's shim (pyenv, asdf, mise: a script in a
+    "shims" folder) only picks and runs another interpreter, the one that reports itself as
+    sys.executable. That one is shown; the shim the user typed or PATH found stays in the reason."""
+    path = interpreter.path
+    folder = (
+        ntpath.basename(ntpath.dirname(path)) if "\\" in path else posixpath.basename(posixpath.dirname(path))
+    )
+    if folder.lower() != "shims" or not info.executable or info.executable == path:
+        return interpreter
+    return dataclasses.replace(
+        interpreter, path=info.executable, reason=f"{interpreter.reason}, run by the shim {path}"
+    )
 
 
 def read_python_info(host: Host, path: str, timeout: float = _INFO_TIMEOUT) -> PythonInfo:

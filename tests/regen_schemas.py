@@ -23,7 +23,7 @@ from envdoctor.install.commands import CommandKind
 from envdoctor.install.plan import Route
 from envdoctor.model import Interpreter, PlatformInfo, ProbeStatus, Severity
 from envdoctor.probes import PROBES
-from envdoctor.serde import INT_MAX, INT_MIN
+from envdoctor.serde import INT_MAX, INT_MIN, may_be_negative
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "envdoctor" / "schemas"
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -58,6 +58,8 @@ class _Defs:
             if not f.init:
                 continue
             properties[f.name] = self.of(hints[f.name])
+            if not may_be_negative(f.name):
+                _no_negatives(properties[f.name])
             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 required.append(f.name)
         schema: dict[str, Any] = {"type": "object", "properties": properties}
@@ -99,6 +101,13 @@ class _Defs:
         if tp in simple:
             return dict(simple[tp])
         raise TypeError(f"no JSON Schema for {tp!r}")
+
+
+def _no_negatives(schema: dict[str, Any]) -> None:
+    """A field's own integer (or optional integer) may not be below zero (serde.may_be_negative)."""
+    for branch in (schema, *schema.get("anyOf", ())):
+        if branch.get("type") == "integer" and branch.get("minimum") == INT_MIN:
+            branch["minimum"] = 0
 
 
 def _envelope(schema_id: str, title: str) -> dict[str, Any]:

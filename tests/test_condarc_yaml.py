@@ -301,7 +301,7 @@ def test_a_fifo_named_as_condarc_is_reported_not_read(tmp_path: Path) -> None:
     host = LiveHost(environ={"CONDARC": str(rc), "HOME": str(tmp_path / "home")})
     conda = collect_conda(host, "linux", INFO)
     (found,) = [f for f in conda.files if f.path == str(rc)]
-    assert (found.status, found.error) == (UNREADABLE, "not a regular file (a pipe, socket or device)")
+    assert (found.status, found.error) == (UNREADABLE, "not a regular file (a FIFO)")
 
 
 def test_the_live_host_reads_a_condarc_as_conda_does(tmp_path: Path) -> None:

@@ -197,6 +197,10 @@ BAD_SNAPSHOTS = {
     "ok without facts": (json.dumps(_set(_fixture(), "probe:torch.facts", None)), 'status "ok" needs'),
     "negative seconds": (json.dumps(_set(_fixture(), "probe:nvml.seconds", -1)), "expected a duration"),
     "a huge integer": (json.dumps(_set(_fixture(), "probe:torch.facts.device_count", 10**30)), "64-bit"),
+    "a negative count": (
+        json.dumps(_set(_fixture(), "probe:torch.facts.device_count", -3)),
+        "device_count: expected a count, size or index >= 0, got -3",
+    ),
     "a twice-reported probe": (
         json.dumps({**_fixture(), "probes": _fixture()["probes"] + _fixture()["probes"][:1]}),
         "a second result",

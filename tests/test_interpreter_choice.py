@@ -284,3 +284,24 @@ def test_a_real_pipx_layout_alone_examines_itself_and_reports_a_stale_virtual_en
     assert _codes(report)[:2] == ["ED001", "ED004"]
     (missing,) = [f for f in report["findings"] if f["code"] == "ED001"]  # type: ignore[attr-defined]
     assert missing["fixes"][0]["commands"] == ["python3 -m venv .venv", "envdoctor check --python .venv"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a POSIX shell script as the shim")
+def test_a_pyenv_shim_is_shown_as_the_interpreter_it_runs(tmp_path: Path) -> None:
+    """~/.pyenv/shims/python3 is a script that picks and runs another interpreter: the report
+    shows that one (sys.executable as the child reports it) and keeps the shim in the reason."""
+    from envdoctor.host.live import LiveHost
+    from envdoctor.model import Interpreter
+    from envdoctor.target import read_python_info, through_shim
+
+    shims = tmp_path / ".pyenv" / "shims"
+    shims.mkdir(parents=True)
+    shim = shims / "python3"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n', encoding="utf-8")
+    shim.chmod(0o755)
+    info = read_python_info(LiveHost(), str(shim))
+    shown = through_shim(Interpreter(str(shim), "given with --python (python3 on PATH)"), info)
+    assert shown.path == info.executable != str(shim)
+    assert shown.reason == f"given with --python (python3 on PATH), run by the shim {shim}"
+    plain = Interpreter(sys.executable, "the interpreter envdoctor runs in")
+    assert through_shim(plain, info) == plain  # no shim: nothing changes

@@ -296,7 +296,8 @@ def test_ed506_files_the_tools_refuse() -> None:
         "/etc/pip.conf": "index-url = https://x.example/simple\n",
         CONDARC: "channels:\n  - defaults\n- pytorch\n",
     }
-    found = findings(conf, environ={"UV_CONFIG_FILE": "/srv/uv.toml"})
+    environ = {"UV_CONFIG_FILE": "/srv/uv.toml", "CONDA_EXE": "/opt/conda/bin/conda"}
+    found = findings(conf, environ=environ)
     assert codes(found) == ["ED506", "ED506", "ED506"]
     pip, conda, uv = found
     assert "/etc/pip.conf: line 1: a setting comes before any [section] header" in pip.title
@@ -304,6 +305,45 @@ def test_ed506_files_the_tools_refuse() -> None:
     assert pip.fixes[1].commands == (f"{VENV}/bin/python -m pip config debug",)
     assert "~/.condarc: line 3" in conda.title
     assert "UV_CONFIG_FILE names it" in uv.title
+    assert "`uv pip install`, `uv sync` and `uv add` fails" in uv.detail and "`uv install`" not in uv.detail
+
+
+def test_a_fifo_as_pip_or_uv_configuration_hangs_them() -> None:
+    """pip (configparser) and uv read a FIFO to its end and wait forever: an error, not a skip."""
+    found = findings(
+        environ={"PIP_CONFIG_FILE": "/tmp/fifo"},
+        fifos={"/tmp/fifo", "/home/user/.config/uv/uv.toml"},
+    )
+    assert codes(found) == ["ED506", "ED506"]
+    pip, uv = found
+    assert (
+        pip.title == "pip would wait forever reading /tmp/fifo: it is a FIFO (named pipe), not a regular file"
+    )
+    assert "every `pip install` hangs" in pip.detail
+    assert pip.fixes[0].summary == "Point PIP_CONFIG_FILE at a regular file, or unset it"
+    assert pip.fixes[0].commands == ("unset PIP_CONFIG_FILE",)
+    assert "silently skips" not in pip.title and "readable" not in pip.fixes[0].summary
+    assert uv.title.startswith("uv would wait forever reading ~/.config/uv/uv.toml")
+    assert uv.fixes[0].summary == "Replace the FIFO ~/.config/uv/uv.toml with a regular file, or remove it"
+
+
+def test_a_broken_conda_file_without_conda_is_a_warning() -> None:
+    """No conda here (no conda target, no CONDA_EXE): a file that would stop conda breaks nothing
+    today, so it is ED507 (warning), worded as what happens once conda is in use."""
+    fifo = findings(environ={"CONDARC": "/tmp/fifo"}, fifos={"/tmp/fifo"})
+    assert codes(fifo) == ["ED507"]
+    assert fifo[0].title == (
+        "conda would fail on its configuration file /tmp/fifo once in use: "
+        "it is a FIFO (named pipe), not a regular file"
+    )
+    assert "conda is not in use here" in fifo[0].detail
+    malformed = findings({CONDARC: "channels:\n  - defaults\n- pytorch\n"})
+    assert codes(malformed) == ["ED507"]
+    in_use = findings(
+        environ={"CONDARC": "/tmp/fifo", "CONDA_EXE": "/opt/conda/bin/conda"}, fifos={"/tmp/fifo"}
+    )
+    assert codes(in_use) == ["ED506"]
+    assert in_use[0].title.startswith("conda cannot use its configuration file /tmp/fifo: it is a FIFO")
 
 
 def test_ed507_files_the_tools_skip() -> None:

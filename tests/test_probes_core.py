@@ -233,3 +233,30 @@ def test_torch_probe_runs_the_target_interpreter_with_the_timeout() -> None:
     facts = torch_build.collect(context(host, timeout=30))
     assert not facts.installed and seen == [28.0]
     assert host.calls[0][0] == "/home/user/.venv/bin/python"
+
+
+def test_a_crash_in_a_deleted_working_directory_names_the_folder() -> None:
+    """`import torch` fails in a deleted folder (host.cwd() is "." there); ED003 names that cause
+    and says to cd elsewhere, instead of "reproduce by hand"."""
+    from envdoctor.engine import evaluate
+    from envdoctor.model import Interpreter, ProbeResult, ProbeStatus
+    from envdoctor.rules.base import RuleContext
+    from envdoctor.rules.torch import install
+
+    died = ChildOutcome(records=({"record": "stage", "stage": "import"},), returncode=2)
+    for cwd, gone in (("/home/user/project", False), (".", True)):
+        host = FakeHost(children={"torch_probe.py": died}, working_dir=cwd)
+        facts = torch_build.collect(context(host, timeout=30))
+        assert facts.crash is not None and facts.crash.working_directory_gone is gone
+        ctx = RuleContext.build(
+            PlatformInfo("Linux", "6.1.0", "#1 SMP", "x86_64"),
+            Interpreter("/home/user/.venv/bin/python", "test"),
+            (ProbeResult("torch", ProbeStatus.OK, 0.0, facts),),
+        )
+        (found,) = [f for f in evaluate(ctx, (install.torch_check_crashed,))]
+        assert ("the working directory no longer exists" in found.title) is gone
+        if gone:
+            assert found.fixes[0].commands[0] == "cd ~"
+            assert "Reproduce" not in found.fixes[0].summary
+        else:
+            assert found.fixes[0].summary == "Reproduce by hand to see the full error"

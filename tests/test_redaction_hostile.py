@@ -178,6 +178,14 @@ def test_secret_assignments_in_free_text_are_masked(text: str) -> None:
         "/home/" + "a" * 120_000,
         "C:\\Users\\" + "a" * 120_000,
         "GPU-" * 30_000,
+        "ghp_" + "a" * 120_000,
+        "ghp_a" * 30_000,
+        "AKIA" * 30_000,
+        "a:" * 60_000,
+        "password:" * 13_000,
+        "password: " + "a" * 120_000,
+        "Bearer " * 17_000,
+        "authorization:" * 8_000,
     ],
     ids=lambda v: repr(v[:12]),
 )
@@ -198,6 +206,17 @@ def test_masking_is_linear(value: str) -> None:
         ("tab\there", "tab\\there"),
         (f"--mirror x?token={SECRET}: expected a URL", f"--mirror x?token={MASK}: expected a URL"),
         (f"password = {SECRET}, then", f"password = {MASK}, then"),
+        ('require-cuda: got "password: SECRETZ"', f'require-cuda: got "password: {MASK}"'),
+        ('got "Bearer SECRETB"', f'got "Bearer {MASK}"'),
+        ("Authorization: Basic dXNlcjpw", f"Authorization: Basic {MASK}"),
+        ("x ghp_" + "a" * 36 + " y", f"x ghp_{MASK} y"),
+        ("glpat-" + "b" * 20, f"glpat-{MASK}"),
+        ("'hf_" + "c" * 34 + "'", f"'hf_{MASK}'"),
+        ("sk-proj-" + "d" * 40, f"sk-{MASK}"),
+        ("key AKIAIOSFODNN7EXAMPLE.", f"key AKIA{MASK}."),
+        ("api_token: abc:def, then", f"api_token: {MASK}, then"),
+        ("unknown key: require-cuda", "unknown key: require-cuda"),  # not every "key" is a secret
+        ("see https://x.example/a", "see https://x.example/a"),
     ],
 )
 def test_one_line_escapes_breaks_and_masks(message: str, expected: str) -> None:

@@ -71,8 +71,9 @@ def file_too_large(path: str, max_bytes: int) -> OSError:
     return OSError(errno.EFBIG, f"larger than {max_bytes // 1024} KiB, more than envdoctor reads", path)
 
 
-def not_a_regular_file(path: str) -> OSError:
-    return OSError(errno.EINVAL, "not a regular file (a pipe, socket or device)", path)
+def not_a_regular_file(path: str, what: str | None = None) -> OSError:
+    """`what`: the reason with its kind ("not a regular file (a FIFO)") where the host knows it."""
+    return OSError(errno.EINVAL, what or "not a regular file (a pipe, socket or device)", path)
 
 
 @dataclass(frozen=True)

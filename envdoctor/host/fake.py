@@ -30,7 +30,9 @@ from envdoctor.host.base import (
     OwnEnvironment,
     UrlStatus,
     file_too_large,
+    not_a_regular_file,
 )
+from envdoctor.limits import FIFO_REASON
 from envdoctor.model import PlatformInfo
 
 _MAX_LINKS = 40
@@ -69,6 +71,7 @@ class FakeHost:
     files: dict[str, str] = field(default_factory=dict)
     dirs: dict[str, tuple[str, ...]] = field(default_factory=dict)
     unreadable: set[str] = field(default_factory=set)
+    fifos: set[str] = field(default_factory=set)  # FIFOs (named pipes) where files are expected
     programs: dict[str, str | None] = field(default_factory=dict)  # name -> path for which(); None: absent
     commands: dict[tuple[str, ...], CommandResult] = field(default_factory=dict)
     children: dict[str, ChildAnswer] = field(default_factory=dict)  # script -> answer
@@ -144,7 +147,7 @@ class FakeHost:
         raise self._unscripted(f"which({name!r})")
 
     def exists(self, path: str) -> bool:
-        return path in self.files or path in self.dirs or path in self.unreadable
+        return path in self.files or path in self.dirs or path in self.unreadable or path in self.fifos
 
     def is_dir(self, path: str) -> bool:
         return path in self.dirs
@@ -152,6 +155,8 @@ class FakeHost:
     def read_text(self, path: str, max_bytes: int | None = None, strict: bool = False) -> str:
         if path in self.unreadable:
             raise PermissionError(13, "Permission denied", path)
+        if path in self.fifos:
+            raise not_a_regular_file(path, FIFO_REASON)
         if path in self.dirs:
             raise IsADirectoryError(21, "Is a directory", path)
         if path not in self.files and self._missing(path, "read_text"):

@@ -114,8 +114,9 @@ class LiveHost:
             data = limits.read_bytes(path, limit)
         except limits.TooLarge:
             raise file_too_large(path, limit) from None
-        except limits.NotRegularFile:
-            raise not_a_regular_file(path) from None
+        except limits.NotRegularFile as exc:
+            # The kind stays in the message: pip and uv wait forever on a FIFO, not on a socket.
+            raise not_a_regular_file(path, exc.strerror) from None
         # As open() in text mode would: universal newlines, undecodable bytes replaced.
         text = data.decode("utf-8", errors=errors)
         return text.replace("\r\n", "\n").replace("\r", "\n")

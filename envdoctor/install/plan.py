@@ -77,6 +77,9 @@ class InstallTarget:
     gfx_targets: tuple[str, ...] = ()
     want_xpu: bool = False
     amd_target_unknown: bool = False  # an AMD GPU given by a name envdoctor has no gfx target for
+    # Whether variant/want_cuda are the user's words (--cuda): only then does the plan say "as
+    # asked"; check's fixes set them from the facts, and nobody asked.
+    asked: bool = True
 
     @property
     def platform(self) -> str:
@@ -253,11 +256,11 @@ def _explicit_variant(release: Release, target: InstallTarget) -> _Choice | str:
     assert builds is not None
     if variant == "xpu":
         xpu = vendors.choose_xpu(release, target.platform)
-        return xpu if isinstance(xpu, str) else _Choice("xpu", "xpu as asked")
+        return xpu if isinstance(xpu, str) else _Choice("xpu", "xpu as asked" if target.asked else "xpu")
     if variant not in builds.variants:
         return f"torch {release.torch} has no {variant} build for {target.platform}"
     warnings: list[str] = []
-    why = f"{variant} as asked"
+    why = f"{variant} as asked" if target.asked else variant
     if variant.startswith("cu"):
         support = driver_support(variant, target.driver_version, target.os, target.driver_cuda)
         if target.driver_version is None and support.floor is not None:
@@ -303,7 +306,7 @@ def _wants_cuda(target: InstallTarget) -> bool:
 
 def _cpu_why(target: InstallTarget) -> str:
     if target.variant == "cpu" or target.want_cuda is False:
-        return "the CPU build, as asked"
+        return "the CPU build, as asked" if target.asked else "the CPU build"
     if target.os == "macos":
         return "macOS: the default build (CPU, and MPS on Apple silicon)"
     return "no NVIDIA GPU with a working driver -> the CPU build"

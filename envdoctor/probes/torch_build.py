@@ -7,7 +7,9 @@ raises, exits, segfaults or hangs comes back as facts. The same child then runs 
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -148,6 +150,9 @@ class ChildEnd:
     start_error: str | None = None
     last_stage: str | None = None
     stderr_tail: str = ""
+    # The child ran in a working directory that no longer exists: `import torch` fails there
+    # for the user too (libraries that resolve relative paths), whatever the install.
+    working_directory_gone: bool = False
 
     @property
     def ending(self) -> ChildEnding:
@@ -459,7 +464,12 @@ def collect(ctx: ProbeContext) -> TorchFacts:
         timeout = max(0.1, left - max(_KILL_ROOM, min(_MARGIN, left / 4)))
     args = child_args(ctx.options, timeout)
     outcome = ctx.host.python_json(ctx.target.interpreter.path, "torch_probe.py", args, timeout)
-    return facts_from_outcome(outcome, smoke=ctx.options.smoke)
+    facts = facts_from_outcome(outcome, smoke=ctx.options.smoke)
+    # host.cwd() is "." when os.getcwd() fails: the folder was deleted under the shell.
+    if facts.crash is not None and ctx.host.cwd() == os.curdir:
+        gone = dataclasses.replace(facts.crash, working_directory_gone=True)
+        facts = dataclasses.replace(facts, crash=gone)
+    return facts
 
 
 def describe(facts: TorchFacts) -> str:

@@ -45,6 +45,7 @@ def install_target(
         installed_torch=(installed.version or installed.dist_version) if installed else None,
         native_only=native_only,
         sources=install_sources(ctx),
+        asked=False,  # the variant and want_cuda a rule passes are its choice, not the user's
     )
 
 

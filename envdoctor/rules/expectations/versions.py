@@ -30,7 +30,9 @@ def _cuda_build(
 ) -> tuple[install.InstallPlan, str] | None:
     """`release` built for `cuda`, if this driver runs it and it serves every GPU: the plan and why."""
     variant = knowledge.cuda_variant(cuda)
-    target = dataclasses.replace(install_target(ctx, want_cuda=True, torch=release.torch), variant=variant)
+    target = dataclasses.replace(
+        install_target(ctx, want_cuda=True, torch=release.torch), variant=variant, asked=True
+    )  # require-cuda in the settings: the user asked
     plan = install.plan(target)
     if not plan.possible:
         return None

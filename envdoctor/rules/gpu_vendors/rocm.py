@@ -42,9 +42,10 @@ def _effective(gpu: VendorGpu, override: str | None) -> str | None:
     return gfx
 
 
-def _override_fix(ctx: RuleContext, gfx: str, stand_in: str, value: str, alternative: bool = False) -> Fix:
+def _override_fix(ctx: RuleContext, gfx: str, stand_in: str, value: str) -> Fix:
+    # No "Or" here: the console puts "Or:" before every fix after the first.
     return Fix(
-        summary=f"{'Or let' if alternative else 'Let'} the {gfx} run the build's {stand_in} kernels: set "
+        summary=f"Let the {gfx} run the build's {stand_in} kernels: set "
         f"{OVERRIDE_VARIABLE}={value} "
         "where the job starts (unofficial: AMD does not support it, and some kernels may still fail)",
         commands=(set_command(ctx.platform.os, None, OVERRIDE_VARIABLE, value),),
@@ -94,7 +95,7 @@ def rocm_build_lacks_gfx_target(ctx: RuleContext) -> Iterator[Hit]:
     for target in gfx:
         family = known.gfx_family(target)
         if family is not None and family.stand_in in arch and family.override and override is None:
-            fixes.append(_override_fix(ctx, target, family.stand_in, family.override, bool(fixes)))
+            fixes.append(_override_fix(ctx, target, family.stand_in, family.override))
     if not fixes:
         fixes.append(
             Fix(
@@ -227,9 +228,7 @@ def amd_gpu_without_rocm_torch(ctx: RuleContext) -> Iterator[Hit]:
         for gpu in gpus:
             family = known.gfx_family(gpu.gfx_target or "")
             if family is not None and family.override and family.stand_in and facts.hsa_override is None:
-                fixes.append(
-                    _override_fix(ctx, gpu.gfx_target or "", family.stand_in, family.override, bool(fixes))
-                )
+                fixes.append(_override_fix(ctx, gpu.gfx_target or "", family.stand_in, family.override))
                 break
     kind = f"CUDA {torch.cuda}" if torch.cuda else "CPU-only"
     detail = (

@@ -1,10 +1,13 @@
-"""Configuration files pip, conda or uv reject (ED506) or silently skip (ED507): bad syntax,
-unreadable files, folders, files a variable names that do not exist."""
+"""Configuration files pip, conda or uv reject or hang on (ED506) or silently skip (ED507): bad
+syntax, unreadable files, folders, FIFOs, files a variable names that do not exist. A file that
+would stop conda while conda is not in use here is a warning (ED507): it breaks conda only once
+conda is installed or activated."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from envdoctor.limits import FIFO_REASON
 from envdoctor.model import Fix, Severity
 from envdoctor.probes.mirrors import (
     DIRECTORY,
@@ -33,14 +36,32 @@ _LEVEL_WORDS = {
 }
 
 
-def _file_effect(file: ConfigFile) -> str | None:
-    """ "fatal" when the tool refuses to run, "ignored" when it silently skips the file, else None.
+def _is_fifo(file: ConfigFile) -> bool:
+    return file.status == UNREADABLE and file.error == FIFO_REASON
+
+
+def _file_effect(file: ConfigFile, conda_in_use: bool) -> str | None:
+    """ "fatal" when the tool refuses to run, "hang" when it waits forever, "ignored" when it
+    silently skips the file, "dormant" when it would refuse but is not in use here, else None."""
+    effect = _tool_effect(file)
+    if effect in ("fatal", "hang") and file.tool == "conda" and not conda_in_use:
+        return "dormant"
+    return effect
+
+
+def _tool_effect(file: ConfigFile) -> str | None:
+    """What the tool itself does with the file.
 
     pip reads with configparser.read(), which skips files it cannot open but aborts on a syntax
     error; conda opens every file on its search path and aborts on bad YAML; uv aborts on a bad
-    uv.toml but only warns about a bad pyproject.toml and skips an unreadable user file.
+    uv.toml but only warns about a bad pyproject.toml and skips an unreadable user file. A FIFO
+    opens fine and then gives no data until some program writes to it: pip and uv (which reads
+    the whole file before parsing) wait forever; conda loads only regular files and folders and
+    stops with an internal error on anything else.
     """
     status = file.status
+    if _is_fifo(file):
+        return "fatal" if file.tool == "conda" else "hang"
     if status == MISSING:
         if not file.named_by:
             return None
@@ -70,6 +91,15 @@ def _move_aside(path: str, os_name: str) -> str:
     return f"mv {quote(path, os_name)} {quote(path + '.bak', os_name)}"
 
 
+def _commands(tool: str) -> str:
+    """The commands a broken file stops, as the tool spells them (uv has no `uv install`)."""
+    return {
+        "pip": "`pip install`",
+        "conda": "`conda install`",
+        "uv": "`uv pip install`, `uv sync` and `uv add`",
+    }.get(tool, f"`{tool}` command")
+
+
 def _why(file: ConfigFile) -> str:
     if file.status == MALFORMED:
         return f"line {file.line}: {file.error}" if file.line else str(file.error)
@@ -77,14 +107,17 @@ def _why(file: ConfigFile) -> str:
         return f"{file.named_by} names it, but there is no such file"
     if file.status == DIRECTORY:
         return "it is a folder, not a file"
+    if _is_fifo(file):
+        return "it is a FIFO (named pipe), not a regular file"
     return f"it cannot be read ({file.error})"
 
 
-def _broken_files(ctx: RuleContext, effect: str) -> Iterator[Hit]:
+def _broken_files(ctx: RuleContext, effects: tuple[str, ...]) -> Iterator[Hit]:
     facts = ctx.need(MirrorFacts)
     os_name = ctx.platform.os
     for file in (*facts.pip.files, *facts.conda.files, *facts.uv.files):
-        if _file_effect(file) != effect:
+        effect = _file_effect(file, facts.conda.in_use)
+        if effect not in effects:
             continue
         shown = origin_text(file.path, facts.home)
         why = _why(file)
@@ -105,17 +138,40 @@ def _broken_files(ctx: RuleContext, effect: str) -> Iterator[Hit]:
             )
         elif file.status == DIRECTORY:
             fixes.append(Fix(summary=f"Remove or rename the folder {shown}; the tool expects a file there"))
+        elif _is_fifo(file):
+            if file.named_by:
+                fixes.append(
+                    Fix(
+                        summary=f"Point {file.named_by} at a regular file, or unset it",
+                        commands=(unset_command(os_name, None, file.named_by),),
+                    )
+                )
+            else:
+                fixes.append(Fix(summary=f"Replace the FIFO {shown} with a regular file, or remove it"))
         else:
             fixes.append(Fix(summary=f"Make {shown} readable for this user, or remove it"))
         inspect = _inspect_command(ctx, file.tool)
         if inspect:
             fixes.append(Fix(summary=f"See every file {file.tool} reads", commands=(inspect,)))
-        if effect == "fatal":
+        where = f"{file.path} ({_LEVEL_WORDS.get(file.level, file.level)})"
+        if effect == "hang":
+            title = f"{file.tool} would wait forever reading {shown}: {why}"
+            detail = (
+                f"{file.tool} opens {where} and reads it to the end; a FIFO gives no data until "
+                f"some program writes to it, so every {_commands(file.tool)} hangs instead of running."
+            )
+        elif effect == "fatal":
             title = f"{file.tool} cannot use its configuration file {shown}: {why}"
             detail = (
-                f"{file.tool} reads {file.path} ({_LEVEL_WORDS.get(file.level, file.level)}) and stops "
-                "with an error, so every "
-                f"`{file.tool} install` fails until the file is fixed."
+                f"{file.tool} reads {where} and stops with an error, so every "
+                f"{_commands(file.tool)} fails until the file is fixed."
+            )
+        elif effect == "dormant":
+            title = f"{file.tool} would fail on its configuration file {shown} once in use: {why}"
+            detail = (
+                f"{file.tool} is not in use here, so nothing fails today; once it is installed or "
+                f"activated it reads {where} and every {_commands(file.tool)} fails until the file "
+                "is fixed."
             )
         else:
             title = f"{file.tool} silently skips {shown}: {why}"
@@ -141,15 +197,15 @@ def _broken_files(ctx: RuleContext, effect: str) -> Iterator[Hit]:
     doc=RuleDoc(
         what="Every configuration file on the tools' search paths: INI syntax for pip, YAML "
         "syntax and value types for conda, TOML for uv, plus files named by UV_CONFIG_FILE that "
-        "do not exist and files conda or uv cannot open.",
+        "do not exist, files conda or uv cannot open, and FIFOs (pip and uv wait on them forever).",
         why='pip ("Configuration file could not be loaded"), conda and uv stop at such a file, '
-        "so no install works, whatever the command line says.",
+        "and pip and uv wait forever on a FIFO, so no install works, whatever the command line says.",
         fix="Correct the named line, or move the file aside to confirm it is the cause.",
         example="pip.conf without a [global] header: `index-url = ...` on line 1.",
     ),
 )
 def package_config_unusable(ctx: RuleContext) -> Iterator[Hit]:
-    return _broken_files(ctx, "fatal")
+    return _broken_files(ctx, ("fatal", "hang"))
 
 
 @rule(
@@ -161,11 +217,12 @@ def package_config_unusable(ctx: RuleContext) -> Iterator[Hit]:
     doc=RuleDoc(
         what="pip files that are unreadable or are folders (configparser skips them silently), "
         "PIP_CONFIG_FILE or CONDARC naming a file that does not exist, a pyproject.toml uv cannot "
-        "parse (uv warns and moves on), an unreadable uv user file.",
+        "parse (uv warns and moves on), an unreadable uv user file, and a broken conda file while "
+        "conda is not in use here (it breaks conda once conda is installed or activated).",
         why="The mirror, index or constraint you configured is not used, and nothing says so.",
         fix="Fix the permissions, replace the folder by a file, or point the variable at the right file.",
         example="PIP_CONFIG_FILE=~/pip.conf exported in .bashrc while the file is ~/.pip/pip.conf.",
     ),
 )
 def package_config_ignored(ctx: RuleContext) -> Iterator[Hit]:
-    return _broken_files(ctx, "ignored")
+    return _broken_files(ctx, ("ignored", "dormant"))

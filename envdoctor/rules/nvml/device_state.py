@@ -259,7 +259,7 @@ def mig_without_visible_instance(ctx: RuleContext) -> Iterator[Hit]:
                     link="https://docs.nvidia.com/datacenter/tesla/mig-user-guide/index.html",
                 ),
                 Fix(
-                    summary="Or turn MIG off (stop the GPU's processes first)",
+                    summary="Turn MIG off (stop the GPU's processes first)",
                     commands=(f"sudo nvidia-smi -i {indices} -mig 0",),
                 ),
             ),

@@ -316,7 +316,7 @@ def _cause_fixes(ctx: RuleContext, cause: str | None, devices: tuple[SmokeDevice
                     commands=("env -u LD_LIBRARY_PATH envdoctor check",),
                 )
             )
-        planned = planned_fix(ctx, "Or reinstall a matching build", want_cuda=True)
+        planned = planned_fix(ctx, "Reinstall a matching build", want_cuda=True)
         return (*fixes, *((planned,) if planned else ()))
     if cause == "cpu":
         planned = planned_fix(

@@ -38,10 +38,26 @@ def torch_not_installed(ctx: RuleContext) -> Iterator[Hit]:
         fix = planned_fix(ctx, "Install torch's CPU build (no CUDA build fits this machine)", want_cuda=False)
     yield Hit(
         title=f"torch is not installed in {ctx.interpreter.path}",
-        detail=f"The examined environment, {ctx.interpreter.reason}, cannot import torch.",
+        detail=_not_importable(ctx.interpreter.reason),
         evidence=("torch.installed = false",),
         fixes=(fix,) if fix else (),
     )
+
+
+def _not_importable(reason: str) -> str:
+    """ED001's detail in whole sentences. The chooser's reason can hold clauses ("the project
+    environment ./.venv; envdoctor's own environment (...) has no torch (--python chooses
+    another)", "envdoctor's own environment (...): no project environment found (...); create
+    one ..."), which read badly as one apposition."""
+    where, _, rest = reason.partition("; ")
+    where, _, found = where.partition(": ")
+    if not rest and not found:
+        return f"The examined environment, {where}, cannot import torch."
+    text = f"The examined environment is {where}, and it cannot import torch."
+    if found:
+        return f"{text} {found[0].upper()}{found[1:]}{f'; {rest}' if rest else ''}."
+    rest = rest.replace(" (--python chooses another)", "; --python examines another interpreter")
+    return f"{text} It was chosen because {rest}."
 
 
 @dataclass(frozen=True)
@@ -184,7 +200,8 @@ _CRASH_CAUSE = {
         "program; envdoctor runs it isolated so the rest of the report still comes out.",
         fix="Reproduce by hand with faulthandler enabled to see the native stack; check the "
         "driver and the library path findings.",
-        example="`import torch` dies with SIGSEGV (signal 11) while loading CUDA libraries.",
+        example="`import torch` dies with SIGSEGV (signal 11) while loading CUDA libraries; or "
+        "the shell's working directory was deleted, where the import fails whatever is installed.",
     ),
 )
 def torch_check_crashed(ctx: RuleContext) -> Iterator[Hit]:
@@ -197,6 +214,22 @@ def torch_check_crashed(ctx: RuleContext) -> Iterator[Hit]:
     detail = _CRASH_CAUSE[ending.kind] + ("\nLast output: " + tail if tail else "")
     python = quote(ctx.interpreter.path, ctx.platform.os)
     command = f'{python} -X faulthandler -c "import torch; print(torch.__version__)"'
+    if end.working_directory_gone:
+        # Named first: the crash is this folder's doing, and reproducing it here teaches nothing.
+        yield Hit(
+            title=f"the torch check {ending.describe(end.last_stage)}: "
+            "the working directory no longer exists",
+            detail="The folder this shell is in was deleted (or moved) after the shell entered it. "
+            "`import torch` fails there for any program, whatever is installed." + ("\n" + detail),
+            evidence=("torch.crash", "working directory: deleted"),
+            fixes=(
+                Fix(
+                    summary="Change to a folder that exists, then run envdoctor again",
+                    commands=("cd ~", "envdoctor check") if ctx.platform.os != "windows" else ("cd ~",),
+                ),
+            ),
+        )
+        return
     yield Hit(
         title=f"the torch check {ending.describe(end.last_stage)}",
         detail=detail,

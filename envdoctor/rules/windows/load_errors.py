@@ -105,7 +105,7 @@ def paging_file_too_small(ctx: RuleContext) -> Iterator[Hit]:
                 link=paging.link,
             ),
             Fix(
-                summary="Or set a larger size by hand: Advanced > Performance Settings > Advanced > "
+                summary="Set a larger size by hand: Advanced > Performance Settings > Advanced > "
                 "Virtual memory > Change",
                 commands=(paging.settings_command,),
             ),

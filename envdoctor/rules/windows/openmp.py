@@ -45,7 +45,7 @@ def duplicate_openmp_runtime(ctx: RuleContext) -> Iterator[Hit]:
     others = [f for f in copies if f.origin != TORCH_LIB]
     fixes.append(
         Fix(
-            summary="Or remove (rename) the copy that is not torch's: "
+            summary="Remove (rename) the copy that is not torch's: "
             + ", ".join(f.path for f in others or copies[1:]),
         )
     )
