@@ -438,7 +438,23 @@ def _with_history(
     if target.torch is None and installed is not None and release.version < installed:
         why = notes[0] if notes else "the planner found no fitting build of it"
         reason += f" (a downgrade from the installed {target.installed_torch}: {why})"
+    elif target.torch is None and installed is not None and release.version.release > installed.release:
+        reason += f" ({_upgrade(target, release, installed)})"
     return replace(result, reason=reason, warnings=tuple(dict.fromkeys(warnings)), unverified=release.assumed)
+
+
+def _upgrade(target: InstallTarget, release: Release, installed: Version) -> str:
+    """Why the plan moves the installed release up, and how to keep it where a plan for it fits."""
+    said = (
+        f"an upgrade from the installed {target.installed_torch} to {release.torch}, because the plan "
+        "takes the newest release that fits"
+    )
+    if knowledge.release(installed.public) is None:  # a release the data lacks: nothing to offer
+        return said
+    keep = plan(replace(target, torch=installed.public), alternatives=False)
+    if keep.possible:
+        said += f"; `envdoctor install --torch {installed.public}` keeps the installed release"
+    return said
 
 
 def _newer_held(target: InstallTarget, release: Release, variant: str | None) -> str:
