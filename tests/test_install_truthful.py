@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from envdoctor.install.plan import Route
+from envdoctor.install.plan import Route, plan
 from envdoctor.install.session import Given, run
 from envdoctor.knowledge import overlay
 from envdoctor.knowledge.mirrors import pypi_default_url
@@ -92,3 +93,17 @@ def test_the_pypi_mirror_note_is_left_out_when_the_build_comes_from_the_find_lin
     session = run(Given(offline=True), machine.host)
     assert [text(c) for c in session.plan.commands] == [f"{PYTHON} -m pip install torch==2.13.0+cpu"]
     assert not [w for w in session.plan.warnings if "download.pytorch.org" in w], session.plan.warnings
+
+
+def test_an_installed_torch_the_configured_constraint_rules_out_is_named() -> None:
+    """A re-badged torch 2.15.0 installed while pip caps torch at 2.14.1: the plan says pip's next
+    torch-related install will not resolve (or moves it); a torch within the cap gets no such note."""
+    session = run(Given(), this_machine().host)
+    within = plan(replace(session.target, installed_torch="2.13.0+cpu"))
+    assert not [w for w in within.warnings if "violates" in w]
+    result = plan(replace(session.target, installed_torch="2.15.0+cpu"))
+    assert (
+        "the installed torch 2.15.0+cpu violates pip's constraint torch<=2.14.1 "
+        "(/etc/xdg/pip/constraints.txt, line 2): the next pip install of anything that requires torch "
+        "fails to resolve, or replaces it. To lift it:"
+    ) in " ".join(result.warnings)

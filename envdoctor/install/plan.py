@@ -434,6 +434,9 @@ def _with_history(
         )
     if release.assumed:
         warnings.insert(0, _newer_than_data(release, target.platform))
+    broken = _installed_breaks_constraint(target)
+    if broken is not None:
+        warnings.append(broken)
     installed = knowledge.parse_version((target.installed_torch or "").split("+", 1)[0])
     if target.torch is None and installed is not None and release.version < installed:
         why = notes[0] if notes else "the planner found no fitting build of it"
@@ -441,6 +444,22 @@ def _with_history(
     elif target.torch is None and installed is not None and release.version.release > installed.release:
         reason += f" ({_upgrade(target, release, installed)})"
     return replace(result, reason=reason, warnings=tuple(dict.fromkeys(warnings)), unverified=release.assumed)
+
+
+def _installed_breaks_constraint(target: InstallTarget) -> str | None:
+    """The installed torch already violates a configured constraint (a re-badged 2.15.0 under
+    torch<=2.14.1): pip's next install of anything that requires torch fails to resolve or moves it."""
+    installed = target.installed_torch
+    if not installed or knowledge.parse_version(installed.split("+", 1)[0]) is None:
+        return None
+    found = blocking(target.sources, "torch", installed)
+    if found is None:
+        return None
+    return (
+        f"the installed torch {installed} violates {found.label} {found.text} ({found.file}, line "
+        f"{found.line}): the next pip install of anything that requires torch fails to resolve, or "
+        f"replaces it. To lift it: {found.lift}"
+    )
 
 
 def _upgrade(target: InstallTarget, release: Release, installed: Version) -> str:
