@@ -38,6 +38,7 @@ _children: set[subprocess.Popen[Any]] = set()
 _closing = False
 _installed = False
 _started: float | None = None  # when the console entry point began (install)
+_checks_timed = 0  # how many check deadlines were given out (envdoctor fix runs two checks)
 
 
 class Exiting(OSError):
@@ -45,9 +46,15 @@ class Exiting(OSError):
 
 
 def deadline(timeout: float) -> float:
-    """The time.monotonic() by which a run given `timeout` seconds must be done: counted from the
-    start of the process under the console entry point, else (in-process callers) from now."""
-    return (time.monotonic() if _started is None else _started) + timeout
+    """The time.monotonic() by which a check given `timeout` seconds must be done. The process's
+    first check counts from the start of the process under the console entry point (so that
+    `check --timeout 60` ends within 60 s, start-up included); every later one, and in-process
+    callers, from now: `envdoctor fix`'s check after a 5-minute pip install gets its full budget
+    too, or its probes would get half a second and call a working torch hung."""
+    global _checks_timed
+    first = _checks_timed == 0
+    _checks_timed += 1
+    return (_started if first and _started is not None else time.monotonic()) + timeout
 
 
 def left(until: float, floor: float = 0.1) -> float:

@@ -160,3 +160,17 @@ def test_an_installed_release_newer_than_the_data_is_judged_from_its_own_facts()
         c.endswith("install torch==2.15.0 torchvision --index-url https://download.pytorch.org/whl/cu126")
         for c in commands
     )
+
+
+def test_an_upgrade_of_the_installed_release_says_it_is_one_and_why() -> None:
+    """ED201 replaces 2.5.1+cpu with the newest CUDA build: the fix says it moves the release up (as
+    a downgrade always said), and how to keep the installed release."""
+    summary, commands, code = _gpu_machine_fix("2.5.1+cpu")
+    assert code == "ED201"
+    assert f"install torch=={NEWEST}" in commands[-1]
+    assert (
+        f"(an upgrade from the installed 2.5.1+cpu to {NEWEST}, because the plan takes the newest release "
+        "that fits; `envdoctor install --torch 2.5.1` keeps the installed release)"
+    ) in summary
+    same = plan(InstallTarget(os="linux", python="3.11", installed_torch=f"{NEWEST}+cpu", variant="cpu"))
+    assert "upgrade" not in same.reason  # the same release: nothing moves

@@ -126,7 +126,8 @@ def test_a_constraint_is_never_violated_and_is_named_with_how_to_lift_it() -> No
     assert result.torch == "2.12.1"
     assert any(
         "pip's constraint torch<=2.12.1 (/etc/pip/c.txt, line 3) rules out torch 2.13.0; this is torch "
-        "2.12.1, the newest it allows. To lift it: remove or relax line 3 of /etc/pip/c.txt" in w
+        "2.12.1, the newest release in envdoctor's data that it allows. To lift it: remove or relax line 3 "
+        "of /etc/pip/c.txt" in w
         for w in result.warnings
     )
     asked = plan(_target(sources=capped, torch="2.13.0"))

@@ -413,3 +413,20 @@ def test_a_signal_inside_exec_of_source_text_still_exits_130(tmp_path: Path) -> 
     assert done.stdout == "" and done.stderr.strip().splitlines() == [
         "envdoctor: interrupted (SIGINT); stopped every process it had started"
     ], done
+
+
+def test_each_check_after_the_first_gets_its_own_full_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`envdoctor fix --yes`: the check after a pip install that took longer than --timeout gets the
+    whole --timeout again (it used to count from the process's start: its probes got half a second,
+    the torch import "hung" and the working install was undone); the first check still counts its
+    start-up."""
+    from envdoctor import lifecycle
+
+    started = time.monotonic() - 300  # the process began 5 minutes ago (a long pip install)
+    monkeypatch.setattr(lifecycle, "_started", started)
+    monkeypatch.setattr(lifecycle, "_checks_timed", 0)
+    assert lifecycle.deadline(60) == started + 60  # the check before: start-up included
+    before = time.monotonic()
+    after_check = lifecycle.deadline(60)
+    assert before + 60 <= after_check <= time.monotonic() + 60
+    assert lifecycle.question_timeout(after_check) >= 0.8 * 59

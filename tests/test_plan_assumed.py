@@ -6,6 +6,7 @@ release's arch list (carried forward from a known build)."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -87,3 +88,34 @@ def test_an_overlay_build_says_its_arch_list_and_driver_minimum_are_assumed() ->
     # asked for the build explicitly, and without a driver: the borrowed minimum is still said
     explicit = plan(InstallTarget(os="linux", python="3.12", torch="2.16.0", variant="cu134"))
     assert any("is assumed: `envdoctor update` carried it forward" in w for w in explicit.warnings)
+
+
+@pytest.mark.usefixtures("with_overlay")
+def test_a_release_the_overlay_skips_gets_the_unverified_best_effort_plan(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The overlay holds 2.16.0, not 2.15.0: `install --torch 2.15.0` is planned as it is without an
+    overlay (best effort, unverified), not refused as "not in envdoctor's data yet ... known releases:
+    1.12.0 to 2.16.0" (which contradicted itself)."""
+    from typer.testing import CliRunner
+
+    from envdoctor.cli import app
+
+    # a pip that reads no configuration: this machine's constraint file caps torch at 2.14.1
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    for name in [n for n in os.environ if n.startswith("PIP_") and n != "PIP_CONFIG_FILE"]:
+        monkeypatch.delenv(name)
+
+    done = CliRunner().invoke(
+        app,
+        ["install", "--torch", "2.15.0", "--os", "linux", "--python", "3.12", "--cuda", "cpu", "--offline"],
+    )
+    assert done.exit_code == 0, done.output
+    assert "known releases" not in done.output
+    assert "Unverified: this release is not in envdoctor's data" in done.output
+    result = plan(InstallTarget(os="linux", python="3.12", torch="2.15.0", variant="cpu"))
+    assert result.possible and result.unverified and result.torch == "2.15.0", result.reason
+    assert result.warnings[0].startswith(
+        "torch 2.15.0 is not in envdoctor's data, which lists newer releases (up to 2.16.0, "
+    )
+    assert "Unverified: its builds are assumed to be those of 2.13.0" in result.warnings[0]

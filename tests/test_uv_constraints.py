@@ -63,7 +63,8 @@ def test_constraint_dependencies_in_pyproject_cap_the_uv_plan(
     warning = result.warnings[0]  # type: ignore[attr-defined]
     assert warning == (
         f"uv's constraint torch<2.13 ({path}, line 8) rules out torch 2.13.0; this is torch 2.12.1, the "
-        f"newest it allows. To lift it: remove or relax the entry on line 8 of {path} "
+        f"newest release in envdoctor's data that it allows. To lift it: remove or relax the entry on line 8 "
+        f"of {path} "
         "(constraint-dependencies)"
     )
     assert f"uv's constraint torch<2.13 ({path})" in describe(found)
@@ -94,7 +95,8 @@ def test_uv_constraint_variable_names_files_and_override_in_uv_toml(
     assert any("torchvision==0.27.0" in text(c) for c in result.commands)  # type: ignore[attr-defined]
     assert result.warnings[0].startswith(  # type: ignore[attr-defined]
         f"uv's constraint torch<=2.13.0,!=2.13.0 ({caps}, line 3) rules out torch 2.13.0; this is torch "
-        f"2.12.0, the newest it allows. To lift it: unset $UV_CONSTRAINT, or remove line 3 of {caps}"
+        f"2.12.0, the newest release in envdoctor's data that it allows. To lift it: unset $UV_CONSTRAINT, "
+        f"or remove line 3 of {caps}"
     )
 
 

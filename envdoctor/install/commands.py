@@ -84,6 +84,11 @@ class IndexChoice:
     flat: bool = False
 
 
+# The PyPI-mirror note ends its first sentence so; the planner leaves the note out when the routed
+# command does not name that index after all (a local find-links folder holds the build).
+TAKES_IT_FROM_PYTORCH = "the command takes it from download.pytorch.org"
+
+
 def choose_index(
     release: Release, variant: str, platform: str, mirror: MirrorChoice | None, warnings: list[str]
 ) -> IndexChoice:
@@ -108,7 +113,7 @@ def choose_index(
         where = platform.split("-")[0]
         warnings.append(
             f"{mirror.label} mirrors PyPI only, and PyPI has no {variant} build of torch "
-            f"{release.torch} for {where}: the command takes it from download.pytorch.org. Do not "
+            f"{release.torch} for {where}: {TAKES_IT_FROM_PYTORCH}. Do not "
             "combine a PyPI mirror's --index-url with the PyTorch index as --extra-index-url: pip has "
             f"no index priority and installs the highest version from either ({PIP_NO_PRIORITY})."
         )

@@ -17,6 +17,7 @@ from packaging.version import Version
 from envdoctor import knowledge
 from envdoctor.install import vendors
 from envdoctor.install.commands import (
+    TAKES_IT_FROM_PYTORCH,
     Command,
     MirrorChoice,
     choose_index,
@@ -30,7 +31,7 @@ from envdoctor.install.routes import (
     conda_past_channel,
     route,
 )
-from envdoctor.install.sources import Constraint, Sources, blocking
+from envdoctor.install.sources import Constraint, Sources, blocking, fits
 from envdoctor.knowledge import DriverVersion, Release, conda, variant_cuda
 from envdoctor.knowledge.archs import ArchList, Capability, CoverageKind, arch_list, coverage, sm
 from envdoctor.knowledge.drivers import DriverKind, DriverSupport, driver_support, native_cuda
@@ -344,7 +345,7 @@ def candidates(target: InstallTarget) -> tuple[Release, ...]:
     if target.torch is None:
         assumed = knowledge.assumed_release(target.installed_torch or "")
         return ((assumed,) if assumed is not None else ()) + newest_first
-    wanted = knowledge.resolve_release(target.torch) or knowledge.assumed_release(target.torch)
+    wanted = knowledge.resolve_release(target.torch) or knowledge.unlisted_release(target.torch)
     return (wanted,) if wanted is not None else ()
 
 
@@ -430,24 +431,93 @@ def _with_history(
         warnings.insert(
             0,
             f"{constraint.label} {constraint.text} ({constraint.file}, line {constraint.line}) rules out "
-            f"torch {newest.torch}; this is torch {release.torch}, the newest it allows. To lift it: "
+            f"torch {newest.torch}; this is torch {release.torch}, the newest release in envdoctor's "
+            f"data that it allows{_newer_held(target, release, result.variant)}. To lift it: "
             f"{constraint.lift}",
         )
     if release.assumed:
         warnings.insert(0, _newer_than_data(release, target.platform))
+    broken = _installed_breaks_constraint(target)
+    if broken is not None:
+        warnings.append(broken)
     installed = knowledge.parse_version((target.installed_torch or "").split("+", 1)[0])
     if target.torch is None and installed is not None and release.version < installed:
         why = notes[0] if notes else "the planner found no fitting build of it"
         reason += f" (a downgrade from the installed {target.installed_torch}: {why})"
+    elif target.torch is None and installed is not None and release.version.release > installed.release:
+        reason += f" ({_upgrade(target, release, installed)})"
     return replace(result, reason=reason, warnings=tuple(dict.fromkeys(warnings)), unverified=release.assumed)
 
 
+def _installed_breaks_constraint(target: InstallTarget) -> str | None:
+    """The installed torch already violates a configured constraint (a re-badged 2.15.0 under
+    torch<=2.14.1): pip's next install of anything that requires torch fails to resolve or moves it."""
+    installed = target.installed_torch
+    if not installed or knowledge.parse_version(installed.split("+", 1)[0]) is None:
+        return None
+    found = blocking(target.sources, "torch", installed)
+    if found is None:
+        return None
+    return (
+        f"the installed torch {installed} violates {found.label} {found.text} ({found.file}, line "
+        f"{found.line}): the next pip install of anything that requires torch fails to resolve, or "
+        f"replaces it. To lift it: {found.lift}"
+    )
+
+
+def _upgrade(target: InstallTarget, release: Release, installed: Version) -> str:
+    """Why the plan moves the installed release up, and how to keep it where a plan for it fits."""
+    said = (
+        f"an upgrade from the installed {target.installed_torch} to {release.torch}, because the plan "
+        "takes the newest release that fits"
+    )
+    if knowledge.release(installed.public) is None:  # a release the data lacks: nothing to offer
+        return said
+    keep = plan(replace(target, torch=installed.public), alternatives=False)
+    if keep.possible:
+        said += f"; `envdoctor install --torch {installed.public}` keeps the installed release"
+    return said
+
+
+def _newer_held(target: InstallTarget, release: Release, variant: str | None) -> str:
+    """Why a newer torch that a configured source holds, the constraint allows and fits this
+    platform was not chosen (envdoctor's data does not list it, or it is another build)."""
+    if target.sources is None:
+        return ""
+    held = [
+        w
+        for w in target.sources.wheels
+        if w.project == "torch"
+        and Version(w.version.public) > release.version
+        and blocking(target.sources, "torch", str(w.version)) is None
+        and any(fits(t, target.platform, target.python) for t in w.tags)
+    ]
+    if not held:
+        return ""
+    wheel = max(held, key=lambda w: w.version)
+    public = wheel.version.public
+    why = []
+    if knowledge.release(public) is None:
+        why.append("a release envdoctor's data does not list")
+    if variant is not None and wheel.label != variant:
+        build = f"the {wheel.label} build" if wheel.label else "the build without a local label"
+        why.append(f"{build}, not the {variant} one")
+    if not why:
+        return ""
+    return f" ({wheel.source.url} holds torch {public}: {'; '.join(why)})"
+
+
 def _newer_than_data(release: Release, platform: str) -> str:
-    newest = knowledge.newest_release()
+    newest = knowledge.stand_in_base(release.torch)
     builds = release.builds(platform)
     shown = f" ({', '.join(builds.variants)} on {platform})" if builds else ""
+    where = (
+        "newer than envdoctor's data"
+        if knowledge.newer_than_data(release.torch)
+        else "not in envdoctor's data, which lists newer releases"
+    )
     return (
-        f"torch {release.torch} is newer than envdoctor's data ({knowledge.data_horizon()}); "
+        f"torch {release.torch} is {where} ({knowledge.data_horizon()}); "
         f"{UPDATE_HINT}. Unverified: its builds are assumed to be those of {newest.torch}{shown}, "
         "and pip pairs torchvision with it"
     )
@@ -571,7 +641,11 @@ def _arch_origin(release: Release, arch: ArchList) -> str:
     if basis.startswith(prefix):  # the overlay's: "torch 2.13 cu130 by `envdoctor update` (...)"
         return basis[len(prefix) :].split(" (", 1)[0]
     if release.assumed:
-        return f"the newest known release, {knowledge.newest_release().torch}"
+        base = knowledge.stand_in_base(release.torch)
+        newest = (
+            "the newest known release" if base == knowledge.newest_release() else "the nearest older release"
+        )
+        return f"{newest}, {base.torch}"
     return "the previous release"
 
 
@@ -597,6 +671,9 @@ def _commands(release: Release, variant: str, target: InstallTarget, warnings: l
         warnings.append(_conda_missing(release, variant, target.platform))
     manager = "uv" if target.manager == "uv" else "pip"
     routed = route(release, variant, index, target, manager, warnings)
+    if index.url is not None and not any(index.url in c.argv for c in routed.commands):
+        # the build comes from elsewhere (a local folder, a downloaded file): no note says otherwise
+        warnings[:] = [w for w in warnings if TAKES_IT_FROM_PYTORCH not in w]
     if target.manager == "conda":
         routed = conda_past_channel(routed, variant, target, conda.last_release())
     first = _uninstall_first(release, variant, target) if manager == "pip" else None

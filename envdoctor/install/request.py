@@ -90,7 +90,7 @@ def parse_release(text: str) -> Release:
     unverified); RequestError otherwise."""
     if parse_version(text.split("+", 1)[0]) is None:
         raise RequestError(f"--torch {text}: expected a version such as 2.5.1 or 2.5")
-    found = knowledge.resolve_release(text) or knowledge.assumed_release(text)
+    found = knowledge.resolve_release(text) or knowledge.unlisted_release(text)
     if found is None:
         known = knowledge.known_releases()
         raise RequestError(

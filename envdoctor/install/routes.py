@@ -402,6 +402,8 @@ def _default_index_instead(release: Release, target: InstallTarget, manager: str
         return ()
     if target.python is not None and target.python not in release.python_for(target.platform):
         return ()
+    if not _read_from_the_used_index(release, sources):
+        return ()
     pins = pip_pins(release, builds.pypi, IndexChoice(None, ""))
     command = join(_install_files(manager, target, pins).argv, target.os)
     runs = "the CPU build" if builds.pypi == "cpu" else "it runs on the CPU too, a larger download"
@@ -409,6 +411,20 @@ def _default_index_instead(release: Release, target: InstallTarget, manager: str
         f"the default index answered and has torch {release.torch}'s {builds.pypi} build for "
         f"{target.platform} ({runs}): {command}",
     )
+
+
+def _read_from_the_used_index(release: Release, sources: Sources) -> bool:
+    """Whether the release's default-index build was read from the index pip uses. A release an
+    overlay added was read from the index `envdoctor update` was given (a mirror, a loopback test
+    index), which need not be the one pip is configured with: then nothing is claimed of it."""
+    from envdoctor.knowledge.overlay import read_from
+    from envdoctor.update.refresh import safe_url
+
+    recorded = read_from(release.torch)
+    if recorded is None:
+        return True  # the built-in data: PyPI's own builds
+    used = sources.index.url if sources.index is not None else sources.default_index
+    return used is not None and safe_url(used).rstrip("/") == recorded.rstrip("/")
 
 
 # --- conda: where `-c NAME` resolves (mirror_facts.md 2.2 and 4.2) ---------------------------------

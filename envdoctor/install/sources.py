@@ -217,7 +217,7 @@ _PLATFORM_TAGS = {  # the platform part of a wheel tag, per knowledge platform k
 }
 
 
-def _fits(tag: str, platform: str, python: str | None) -> bool:
+def fits(tag: str, platform: str, python: str | None) -> bool:
     interpreter, abi, plat = tag.split("-")
     pattern = _PLATFORM_TAGS.get(platform)
     if plat != "any" and (pattern is None or not pattern.match(plat)):
@@ -267,7 +267,7 @@ def local_build(
         if w.project == project
         and Version(w.version.public) == public
         and w.label in labels
-        and any(_fits(t, platform, python) for t in w.tags)
+        and any(fits(t, platform, python) for t in w.tags)
     ]
     found.sort(key=lambda w: (w.label == "", not w.source.local))
     return found[0] if found else None

@@ -187,17 +187,43 @@ def assumed_release(version: str) -> Release | None:
     newest = newest_release()
     if Version(version.split("+", 1)[0]).major != newest.version.major:
         return None
-    public = str(Version(version.split("+", 1)[0]))
+    return _stand_in(str(Version(version.split("+", 1)[0])), newest)
+
+
+def stand_in_base(version: str) -> Release:
+    """The known release an unlisted `version`'s stand-in carries forward: the newest one older
+    than it (the newest of all for a release newer than the data)."""
+    wanted = parse_version(version.split("+", 1)[0])
+    older = [r for r in known_releases() if wanted is not None and r.version < wanted]
+    return older[-1] if older else newest_release()
+
+
+def unlisted_release(version: str) -> Release | None:
+    """A best-effort stand-in for a release the data does not list: newer than the data
+    (assumed_release), or one it skips (an overlay from `envdoctor update` holds 2.16.0, not 2.15.0),
+    carried forward from the nearest older known release of the same major version. None for a
+    listed release, a version older than the data, or across a major version."""
+    found = assumed_release(version)
+    wanted = parse_version(version.split("+", 1)[0])
+    if found is not None or wanted is None or release(version) is not None:
+        return found
+    base = stand_in_base(version)
+    if base.version > wanted or base.version.major != wanted.major:
+        return None
+    return _stand_in(str(wanted), base)
+
+
+def _stand_in(public: str, base: Release) -> Release:
     return Release(
         torch=public,
         torchvision=None,
         torchaudio=None,
-        cuda=newest.cuda,
-        rocm=newest.rocm,
-        python=newest.python,
+        cuda=base.cuda,
+        rocm=base.rocm,
+        python=base.python,
         pypi_linux_x86_64_default="",
         # Which build PyPI carries for a new release is not known: commands name the variant's index.
-        platforms=tuple((name, replace(builds, pypi="")) for name, builds in newest.platforms),
+        platforms=tuple((name, replace(builds, pypi="")) for name, builds in base.platforms),
         assumed=True,
     )
 

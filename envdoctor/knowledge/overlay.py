@@ -73,6 +73,7 @@ class Overlay:
     rows: tuple[Mapping[str, Any], ...]  # release rows in releases.json's shape
     arch_lists: tuple[AssumedArchList, ...] = ()
     drivers: tuple[AssumedDriver, ...] = ()
+    default_index: str | None = None  # the simple index its releases' PyPI builds were read from
 
 
 def _text(value: object, what: str) -> str:
@@ -133,7 +134,23 @@ def parse(data: object, path: str) -> Overlay:
         rows=tuple(rows),
         arch_lists=arch_lists,
         drivers=drivers,
+        default_index=_default_index(data),
     )
+
+
+def _default_index(data: Mapping[str, Any]) -> str | None:
+    sources = data.get("sources")
+    found = sources.get("default_index") if isinstance(sources, dict) else None
+    return found if isinstance(found, str) and found else None
+
+
+def read_from(torch: str) -> str | None:
+    """The index `envdoctor update` read the default-index builds of an added release `torch` from
+    (credentials left out, as the file keeps it); None for a release the overlay did not add."""
+    found = current()
+    if found is None or not any(row.get("torch") == torch for row in found.rows):
+        return None
+    return found.default_index
 
 
 def read(path: str) -> Overlay | None:

@@ -88,7 +88,10 @@ def render_text(
             lines.append(prose(plan.source, "Source: "))
         if plan.unverified:
             lines.append(
-                prose("this release is newer than envdoctor's data (see the first note)", "Unverified: ")
+                prose(
+                    f"this release is {_unlisted(plan.torch)} envdoctor's data (see the first note)",
+                    "Unverified: ",
+                )
             )
         lines.append("")
         for command in plan.commands:
@@ -110,3 +113,10 @@ def render_text(
         lines += [prose(s, f"{lead}: ") for s in plan.suggestions]
         lines.append("")
     return "\n".join(lines)
+
+
+def _unlisted(torch: str | None) -> str:
+    """ "newer than", or "not in" for a release the data skips (its overlay lists newer ones)."""
+    from envdoctor import knowledge
+
+    return "newer than" if knowledge.newer_than_data(torch) else "not in"
