@@ -211,3 +211,15 @@ def test_an_info_area_is_marked_as_info_not_as_passed() -> None:
     text = _console("linux-cpu-no-torch", None)
     assert f"[i] {info.title} — " in text
     assert f"[✓] {info.title} — " not in text
+
+
+def test_an_area_that_does_not_apply_is_not_marked_as_passed() -> None:
+    """'Windows runtime — not applicable' on Linux: nothing was checked, so no ✓ (the JSON keeps
+    the area's severity; only the mark differs)."""
+    report = fixture_report("linux-cuda13-toolkit-no-driver-cpu-torch")
+    skipped = [area for area in report.areas if area.verdict.startswith("not applicable")]
+    assert skipped, "the fixture has an area that does not apply"
+    text = _console("linux-cuda13-toolkit-no-driver-cpu-torch", None)
+    for area in skipped:
+        assert f"[-] {area.title} — not applicable" in text
+        assert f"[✓] {area.title} — " not in text

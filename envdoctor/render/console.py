@@ -253,6 +253,8 @@ def render_console(report: Report, console: Console, verbose: bool = False, wrap
     facts_by_probe = {p.probe: p.facts for p in report.probes}
     for area in report.areas:
         mark, style = _MARKS[area.severity]
+        if area.severity is Severity.OK and area.verdict.startswith("not applicable"):
+            mark, style = "-", "dim"  # nothing was checked here: not a check that passed
         out.line(
             Text.assemble(
                 ("[", "bold"),
