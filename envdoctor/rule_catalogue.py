@@ -170,12 +170,23 @@ def explain_header(code: str, name: str, severity: str, area: str) -> str:
     return f"{code} {name} ({severity}; about: {area_title(area)})"
 
 
+_LOOKALIKE_DIGITS = str.maketrans("OQDILSZB", "00011528")
+
+
 def suggest(entries: Sequence[Entry], wanted: str) -> str | None:
     """The code or name closest to a mistyped one (ED1O1, driver-to-old), if one is close."""
     import difflib
 
     wanted = wanted.strip()
-    codes = difflib.get_close_matches(wanted.upper(), [e[0] for e in entries], n=1, cutoff=0.6)
+    known = [e[0] for e in entries]
+    if wanted.upper().startswith("ED"):
+        # A letter typed for the digit it looks like (ED1O3), or a code cut short (ED10): the
+        # string distance alone would rank ED813 or ED810 first.
+        code = "ED" + wanted.upper()[2:].translate(_LOOKALIKE_DIGITS)
+        started = [c for c in known if c.startswith(code)]
+        if started:
+            return started[0]
+    codes = difflib.get_close_matches(wanted.upper(), known, n=1, cutoff=0.6)
     names = difflib.get_close_matches(wanted.lower(), [e[1] for e in entries], n=1, cutoff=0.6)
     found = codes or names
     return found[0] if found else None

@@ -138,7 +138,14 @@ def test_explain_names_the_area_in_words_and_suggests_a_near_code() -> None:
     assert set(rule_catalogue.AREA_TITLES) == {r.area for r in RULES}
     text = explain("ED101")
     assert "(error; about: NVIDIA driver)" in text.splitlines()[0] and "area:" not in text
-    for typed, meant in (("ED1011", "ED101"), ("ed10", None), ("driver-to-old-for-torch-cuda", None)):
+    for typed, meant in (
+        ("ED1011", "ED101"),
+        ("ed10", "ED101"),
+        ("ED1O3", "ED103"),
+        ("edl04", "ED104"),
+        ("ED60", "ED601"),
+        ("driver-to-old-for-torch-cuda", None),
+    ):
         with pytest.raises(CommandError) as caught:
             explain(typed)
         assert "did you mean" in str(caught.value)
