@@ -700,18 +700,7 @@ def win11_store_python_no_vc_redist() -> Scenario:
         nvml=NO_DRIVER,
         # Written out: the system probe measures the disk of the examined prefix (the Store's app
         # folder), where this fixture recorded the user's folder; collecting it would change the file.
-        system=SystemFacts(
-            os="windows",
-            os_release="11",
-            os_version=WINDOWS_11.version,
-            machine="AMD64",
-            cpu_count=16,
-            memory_total_bytes=32 * GIB,
-            memory_available_bytes=20 * GIB,
-            disk_path=user,
-            disk_free_bytes=200 * GIB,
-            disk_total_bytes=1000 * GIB,
-        ),
+        system=_windows_system_facts(user),
         torch=TorchFacts(
             installed=True,
             dist_version="2.5.1+cpu",
