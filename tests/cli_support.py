@@ -1,7 +1,14 @@
-"""Running the real command line in-process: argv in, (exit code, stdout, stderr) out."""
+"""Running the real command line in-process: argv in, (exit code, stdout, stderr) out.
+
+`run_cli` calls the typer app (cli.main) with pytest's captured streams. `run_entry` calls the
+console entry point (launch.main: the lean dispatcher, then the typer app) with stdout and stderr
+as a process started with PYTHONIOENCODING=<encoding> and its output piped has them, so that what
+a narrow encoding does to every command can be checked without a process per command.
+"""
 
 from __future__ import annotations
 
+import io
 import sys
 from dataclasses import dataclass
 
@@ -24,3 +31,50 @@ def run_cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
     captured = capsys.readouterr()
     code = caught.value.code
     return Run(code if isinstance(code, int) else 0, captured.out, captured.err)
+
+
+@dataclass(frozen=True)
+class EncodedRun:
+    """What the pipes of a real process would have received: bytes in the stream's encoding."""
+
+    code: int
+    out: bytes
+    err: bytes
+
+
+def piped_stream(encoding: str, errors: str) -> io.TextIOWrapper:
+    """A text stream as Python builds sys.stdout/sys.stderr over a pipe: a TextIOWrapper over a
+    buffered binary stream (click and rich look through `.buffer`), no terminal, not line-buffered."""
+    return io.TextIOWrapper(io.BufferedWriter(io.BytesIO()), encoding=encoding, errors=errors)
+
+
+def _bytes_of(stream: io.TextIOWrapper) -> bytes:
+    stream.flush()
+    raw = stream.buffer.raw  # type: ignore[attr-defined]
+    assert isinstance(raw, io.BytesIO)
+    return raw.getvalue()
+
+
+def run_entry(monkeypatch: pytest.MonkeyPatch, *argv: str, encoding: str = "utf-8") -> EncodedRun:
+    """`envdoctor ARGV...` through the console entry point in this process, its stdout and stderr
+    in `encoding` as PYTHONIOENCODING=<encoding> gives them (stdout strict, stderr backslashreplace,
+    both piped). Only the process-wide parts of lifecycle.install are left out (signal handlers
+    and the start time); its stdout guard is kept, so the streams are wrapped as in a process."""
+    from envdoctor import lifecycle
+
+    out = piped_stream(encoding, "strict")
+    err = piped_stream(encoding, "backslashreplace")
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(sys, "stderr", err)
+    monkeypatch.setattr(sys, "argv", ["envdoctor", *argv])
+    # As the `envdoctor` script's __main__ has it: click names the program after __main__'s package
+    # (under pytest: "python -m pytest.envdoctor").
+    monkeypatch.setattr(sys.modules["__main__"], "__package__", None, raising=False)
+    monkeypatch.setattr(lifecycle, "install", lifecycle.guard_stdout)
+    monkeypatch.setattr(lifecycle, "closing", lambda: None)
+    from envdoctor.launch import main as entry_point
+
+    with pytest.raises(SystemExit) as caught:
+        entry_point()
+    code = caught.value.code
+    return EncodedRun(code if isinstance(code, int) else 0, _bytes_of(out), _bytes_of(err))
