@@ -134,7 +134,11 @@ def test_the_planner_ends_for_every_manager_arch_and_release(
 # --- 13: a deleted working folder -------------------------------------------------------------
 
 
-def test_a_deleted_working_folder_is_no_traceback(tmp_path: Path) -> None:
+def test_a_deleted_working_folder_is_no_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A live check in a real process (its start-up, lazy imports and children all in the deleted
+    folder); a check --from in this process."""
     gone = tmp_path / "gone"
     gone.mkdir()
     script = (
@@ -144,13 +148,18 @@ def test_a_deleted_working_folder_is_no_traceback(tmp_path: Path) -> None:
         "runpy.run_module('envdoctor', run_name='__main__')\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    for argv in (["check", "--from", str(FIXTURE)], ["check", "--no-smoke", "--only", "mirrors,system"]):
-        done = subprocess.run(
-            [sys.executable, "-c", script, *argv], capture_output=True, text=True, timeout=60, env=env
-        )
-        assert "Traceback" not in done.stderr, done.stderr
-        assert done.returncode in (0, 1), done.stderr
-        assert "Package indexes" in done.stdout or "System" in done.stdout or "GPU" in done.stdout
+    argv = ["check", "--no-smoke", "--only", "mirrors,system"]
+    done = subprocess.run(
+        [sys.executable, "-c", script, *argv], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode in (0, 1), done.stderr
+    assert "Package indexes" in done.stdout or "System" in done.stdout
+    gone.mkdir()  # the process above removed it
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    run = run_cli(capsys, monkeypatch, "check", "--from", str(FIXTURE))
+    assert run.code == 0 and "No problems found" in run.out, run.err
 
 
 # --- 15: snapshots that do not fit the schema ---------------------------------------------------
@@ -266,29 +275,40 @@ def test_deeply_nested_uv_toml_is_a_malformed_file(text: str) -> None:
 # --- 18: a closed stdout ----------------------------------------------------------------------
 
 
+# Each way the reader can go, for real, on both paths: the lean dispatcher (rules, explain) and the
+# typer app (check, exit 0 and exit 1).
+CLOSED_STDOUT = [
+    ("pipe", ["rules"], 0),  # `envdoctor rules | head -c 1`: head reads a byte and closes the pipe
+    ("pipe", ["check", "--from", str(ROOT / "fixtures" / "linux-cpu-no-torch.json")], 1),
+    ("devnull", ["explain", "ED003"], 0),
+    ("closed", ["rules"], 0),  # `envdoctor rules >&-`: no stdout at all
+    ("closed", ["check", "--from", str(FIXTURE), "-v"], 0),
+]
+
+
 @pytest.mark.parametrize(
-    ("argv", "code"),
-    [
-        (["rules"], 0),
-        (["check", "--from", str(FIXTURE), "-v"], 0),
-        (["check", "--from", str(ROOT / "fixtures" / "linux-cpu-no-torch.json")], 1),
-        (["explain", "ED003"], 0),
-    ],
+    ("how", "argv", "code"), CLOSED_STDOUT, ids=[f"{h}-{a[0]}" for h, a, _ in CLOSED_STDOUT]
 )
-def test_a_reader_that_goes_away_costs_nothing(argv: list[str], code: int) -> None:
-    # `envdoctor rules | head -1`: head reads one line and closes the pipe.
-    done = subprocess.run(
-        ["bash", "-c", 'set -o pipefail; "$@" | head -c 1 >/dev/null', "-", *ENVDOCTOR, *argv],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == code, done.stderr
-    assert done.stderr == ""
-    closed = subprocess.run([*ENVDOCTOR, *argv], stdout=subprocess.DEVNULL, capture_output=False, timeout=60)
-    assert closed.returncode == code
-    shut = subprocess.run(["bash", "-c", '"$@" >&-', "-", *ENVDOCTOR, *argv], capture_output=True, timeout=60)
-    assert shut.returncode == code and b"Traceback" not in shut.stderr
+def test_a_reader_that_goes_away_costs_nothing(how: str, argv: list[str], code: int) -> None:
+    if how == "pipe":
+        done = subprocess.run(
+            ["bash", "-c", 'set -o pipefail; "$@" | head -c 1 >/dev/null', "-", *ENVDOCTOR, *argv],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == code, done.stderr
+        assert done.stderr == ""
+    elif how == "devnull":
+        closed = subprocess.run(
+            [*ENVDOCTOR, *argv], stdout=subprocess.DEVNULL, capture_output=False, timeout=60
+        )
+        assert closed.returncode == code
+    else:
+        shut = subprocess.run(
+            ["bash", "-c", '"$@" >&-', "-", *ENVDOCTOR, *argv], capture_output=True, timeout=60
+        )
+        assert shut.returncode == code and b"Traceback" not in shut.stderr
 
 
 # --- 9's siblings: --config, --output and $GITHUB_STEP_SUMMARY that are FIFOs or devices --------
