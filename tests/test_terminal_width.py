@@ -19,6 +19,7 @@ from envdoctor.install.session import Input
 from envdoctor.render.console import make_console, render_console
 from envdoctor.render.install_report import render_text
 from envdoctor.rules import RULES
+from tests.cli_support import run_entry
 from tests.fixture_support import fixture_report
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,22 +78,33 @@ def test_a_pipe_or_file_gets_whole_lines() -> None:
     assert any(len(line) > 100 for line in buffer.getvalue().splitlines())
 
 
-@pytest.mark.parametrize("width", [50, 80])
-def test_check_wraps_to_columns(width: int) -> None:
-    env = {**os.environ, "COLUMNS": str(width)}
-    env.pop("CI", None)
-    env.pop("GITHUB_ACTIONS", None)
-    done = subprocess.run(
-        [sys.executable, "-m", "envdoctor", "check", "--from", "fixtures/linux-driver470-cu124-too-old.json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=120,
-    )
-    assert done.returncode == 1, done.stderr
-    _assert_fits(done.stdout, width)
-    assert "23.5 G\niB" not in done.stdout and "ED101" in done.stdout
+def _check_at(width: int, monkeypatch: pytest.MonkeyPatch, in_a_process: bool) -> tuple[int, str]:
+    """`envdoctor check --from FIXTURE` piped with COLUMNS=width: a real process or the entry point
+    in this process (the same stdout: a pipe, no terminal)."""
+    args = ["check", "--from", str(ROOT / "fixtures" / "linux-driver470-cu124-too-old.json")]
+    if in_a_process:
+        env = {**os.environ, "COLUMNS": str(width)}
+        env.pop("CI", None)
+        env.pop("GITHUB_ACTIONS", None)
+        done = subprocess.run(
+            [sys.executable, "-m", "envdoctor", *args], capture_output=True, text=True, env=env, timeout=120
+        )
+        assert "Traceback" not in done.stderr, done.stderr
+        return done.returncode, done.stdout
+    monkeypatch.setenv("COLUMNS", str(width))
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    run = run_entry(monkeypatch, *args)
+    assert b"Traceback" not in run.err, run.err
+    return run.code, run.out.decode("utf-8")
+
+
+@pytest.mark.parametrize(("width", "in_a_process"), [(50, True), (80, False)], ids=["50-process", "80"])
+def test_check_wraps_to_columns(width: int, in_a_process: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    code, out = _check_at(width, monkeypatch, in_a_process)
+    assert code == 1
+    _assert_fits(out, width)
+    assert "23.5 G\niB" not in out and "ED101" in out
 
 
 # --- rules and explain: the lean path, wrapped without rich ----------------------------------------
@@ -175,31 +187,45 @@ def test_install_wraps_its_prose_and_never_a_command(width: int) -> None:
 # --- --help: typer's rich layout cuts option names when narrow; then click's plain help draws it ---
 
 
+def _help_at(command: str, width: int, monkeypatch: pytest.MonkeyPatch) -> tuple[int, str]:
+    """`envdoctor COMMAND --help` piped with COLUMNS=width: a real process for `check` at 50
+    columns, the entry point in this process for the rest (typer reads the width per call)."""
+    if (command, width) == ("check", 50):
+        env = {**os.environ, "COLUMNS": str(width)}
+        env.pop("TERMINAL_WIDTH", None)
+        done = subprocess.run(
+            [sys.executable, "-m", "envdoctor", command, "--help"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert done.stderr == "", done.stderr
+        return done.returncode, done.stdout
+    monkeypatch.setenv("COLUMNS", str(width))
+    monkeypatch.delenv("TERMINAL_WIDTH", raising=False)
+    run = run_entry(monkeypatch, command, "--help")
+    assert run.err == b"", run.err
+    return run.code, run.out.decode("utf-8")
+
+
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("command", ["check", "install", "fleet"])
-def test_help_never_cuts_an_option_name(command: str, width: int) -> None:
+def test_help_never_cuts_an_option_name(command: str, width: int, monkeypatch: pytest.MonkeyPatch) -> None:
     import typer
 
     from envdoctor.cli import app
 
-    env = {**os.environ, "COLUMNS": str(width)}
-    env.pop("TERMINAL_WIDTH", None)
-    done = subprocess.run(
-        [sys.executable, "-m", "envdoctor", command, "--help"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "…" not in done.stdout, done.stdout
+    code, out = _help_at(command, width, monkeypatch)
+    assert code == 0
+    assert "…" not in out, out
     params = typer.main.get_command(app).commands[command].params  # type: ignore[attr-defined]
     flags = {
         flag for param in params for flag in (*param.opts, *param.secondary_opts) if flag.startswith("-")
     }
-    words = set(done.stdout.replace(",", " ").replace("/", " ").split())
+    words = set(out.replace(",", " ").replace("/", " ").split())
     assert flags <= words, sorted(flags - words)
-    _assert_fits(done.stdout, width)
+    _assert_fits(out, width)
 
 
 def test_an_info_area_is_marked_as_info_not_as_passed() -> None:
