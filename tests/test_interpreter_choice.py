@@ -20,6 +20,7 @@ from envdoctor.model import Interpreter, PlatformInfo, ProbeResult, ProbeStatus,
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import RuleContext
 from envdoctor.target import TargetError, choose_interpreter, resolve_target
+from tests.cli_support import run_cli
 
 PIPX = "/home/u/.local/share/pipx/venvs/envdoctor"
 PROJECT = "/home/u/proj"
@@ -229,12 +230,15 @@ def pipx_layout(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return own, project
 
 
+CHECK = ("check", "--no-smoke", "-f", "json", "--skip", "mirrors")
+
+
 def _check(own: Path, cwd: Path, *args: str, **env: str) -> dict[str, object]:
     environ = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_EXE")}
     environ["PATH"] = env.pop("PATH", str(cwd / "no-bin"))
     environ.update(env)
     done = subprocess.run(
-        [str(own), "-m", "envdoctor", "check", "--no-smoke", "-f", "json", "--skip", "mirrors", *args],
+        [str(own), "-m", "envdoctor", *CHECK, *args],
         cwd=cwd, env=environ, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert done.returncode in (0, 1), done.stderr
@@ -259,11 +263,14 @@ def test_a_real_pipx_layout_examines_the_project_venv(pipx_layout: tuple[Path, P
 
 
 def test_a_real_pipx_layout_takes_a_folder_or_a_command(
-    pipx_layout: tuple[Path, Path], tmp_path: Path
+    pipx_layout: tuple[Path, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """A command on PATH from the pipx environment's process; a folder in this process (a given
+    --python does not depend on which environment envdoctor runs in), the project's venv real."""
     own, project = pipx_layout
-    report = _check(own, project, "--python", ".venv")
-    assert report["interpreter"]["path"] == ".venv/bin/python"  # type: ignore[index]
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "python3").symlink_to(project / ".venv" / "bin" / "python")
@@ -271,6 +278,16 @@ def test_a_real_pipx_layout_takes_a_folder_or_a_command(
     assert report["interpreter"] == {  # type: ignore[comparison-overlap]
         "path": str(bin_dir / "python3"),
         "reason": "given with --python (python3 on PATH)",
+    }
+    for variable in ("VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_EXE"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("PATH", str(project / "no-bin"))
+    monkeypatch.chdir(project)
+    run = run_cli(capsys, monkeypatch, *CHECK, "--python", ".venv")
+    assert run.code in (0, 1), run.err
+    assert json.loads(run.out)["interpreter"] == {
+        "path": ".venv/bin/python",
+        "reason": "given with --python (.venv)",
     }
 
 
