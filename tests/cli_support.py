@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
@@ -55,11 +56,17 @@ def _bytes_of(stream: io.TextIOWrapper) -> bytes:
     return raw.getvalue()
 
 
-def run_entry(monkeypatch: pytest.MonkeyPatch, *argv: str, encoding: str = "utf-8") -> EncodedRun:
+def run_entry(
+    monkeypatch: pytest.MonkeyPatch,
+    *argv: str,
+    encoding: str = "utf-8",
+    entry_point: Callable[[], None] | None = None,
+) -> EncodedRun:
     """`envdoctor ARGV...` through the console entry point in this process, its stdout and stderr
     in `encoding` as PYTHONIOENCODING=<encoding> gives them (stdout strict, stderr backslashreplace,
     both piped). Only the process-wide parts of lifecycle.install are left out (signal handlers
-    and the start time); its stdout guard is kept, so the streams are wrapped as in a process."""
+    and the start time); its stdout guard is kept, so the streams are wrapped as in a process.
+    `entry_point`: another function to run in its place (cli.main: the typer app alone)."""
     from envdoctor import lifecycle
 
     out = piped_stream(encoding, "strict")
@@ -72,7 +79,8 @@ def run_entry(monkeypatch: pytest.MonkeyPatch, *argv: str, encoding: str = "utf-
     monkeypatch.setattr(sys.modules["__main__"], "__package__", None, raising=False)
     monkeypatch.setattr(lifecycle, "install", lifecycle.guard_stdout)
     monkeypatch.setattr(lifecycle, "closing", lambda: None)
-    from envdoctor.launch import main as entry_point
+    if entry_point is None:
+        from envdoctor.launch import main as entry_point
 
     with pytest.raises(SystemExit) as caught:
         entry_point()

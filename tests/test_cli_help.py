@@ -18,7 +18,9 @@ import pytest
 import typer.rich_utils
 
 from envdoctor.cli import app
+from envdoctor.cli import main as cli_main
 from envdoctor.cli_help import COMMAND_HELP, MIN_WIDTH, ROOT_HELP, Console, decide, page, program_name
+from tests.cli_support import run_entry
 
 
 def typer_page(prog: str, width: int, styled: bool, monkeypatch: pytest.MonkeyPatch) -> str:
@@ -119,16 +121,29 @@ def _piped(code: str, args: list[str], extra: Mapping[str, str]) -> subprocess.C
     ("extra", "args"),
     [
         ({}, ["--help"]),
-        ({"COLUMNS": "100"}, []),  # no arguments: the page as click's "no args" error, exit 0
         ({"FORCE_COLOR": "1", "COLUMNS": "90"}, ["--help"]),
         ({"NO_COLOR": "1", "FORCE_COLOR": "1"}, ["--help"]),  # left to typer
     ],
-    ids=["pipe", "no-arguments", "forced-colour", "no-color"],
+    ids=["pipe", "forced-colour", "no-color"],
 )
 def test_piped_page_equals_typers(extra: dict[str, str], args: list[str]) -> None:
+    """Real processes: typer reads FORCE_COLOR and TERMINAL_WIDTH once, when it is imported."""
     lean, full = _piped(LEAN, args, extra), _piped(TYPER, args, extra)
     assert (lean.returncode, lean.stdout, lean.stderr) == (full.returncode, full.stdout, full.stderr)
     assert lean.returncode == 0 and b"Usage: " in lean.stdout and b"envdoctor [OPTIONS]" in lean.stdout
+
+
+def test_no_arguments_page_equals_typers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No arguments: the page as click's "no args" error, exit 0; both entry points in this process,
+    stdout a pipe (COLUMNS is read per page, so no process is needed for it)."""
+    for name in DROPPED:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("COLUMNS", "100")
+    lean = run_entry(monkeypatch)
+    full = run_entry(monkeypatch, entry_point=cli_main)
+    assert (lean.code, lean.out, lean.err) == (full.code, full.out, full.err)
+    assert lean.code == 0 and b"Usage: " in lean.out and b"envdoctor [OPTIONS]" in lean.out
+    assert not lean.out.endswith(b"\n\n")  # click prints it as an error's message: no last blank line
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
