@@ -79,10 +79,9 @@ def run_entry(
     monkeypatch.setattr(sys.modules["__main__"], "__package__", None, raising=False)
     monkeypatch.setattr(lifecycle, "install", lifecycle.guard_stdout)
     monkeypatch.setattr(lifecycle, "closing", lambda: None)
-    if entry_point is None:
-        from envdoctor.launch import main as entry_point
+    from envdoctor.launch import main as launch_main
 
     with pytest.raises(SystemExit) as caught:
-        entry_point()
+        (entry_point or launch_main)()
     code = caught.value.code
     return EncodedRun(code if isinstance(code, int) else 0, _bytes_of(out), _bytes_of(err))
