@@ -7,14 +7,17 @@ real processes (a pipe, forced colour, a pseudo-terminal) against typer's own ou
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
+import typer.main
 import typer.rich_utils
 
 from envdoctor.cli import app
@@ -23,13 +26,19 @@ from envdoctor.cli_help import COMMAND_HELP, MIN_WIDTH, ROOT_HELP, Console, deci
 from tests.cli_support import run_entry
 
 
+@functools.cache
+def _typer_command() -> Any:
+    """What `app(...)` builds on every call (typer.main.get_command), built once for the ~80 pages."""
+    return typer.main.get_command(app)
+
+
 def typer_page(prog: str, width: int, styled: bool, monkeypatch: pytest.MonkeyPatch) -> str:
     """typer's page for this console: its width and terminal switches are read at import."""
     monkeypatch.setattr(typer.rich_utils, "MAX_WIDTH", width)
     monkeypatch.setattr(typer.rich_utils, "FORCE_TERMINAL", styled)
     out = io.StringIO()
     monkeypatch.setattr(sys, "stdout", out)
-    app(["--help"], prog_name=prog, standalone_mode=False)
+    _typer_command()(["--help"], prog_name=prog, standalone_mode=False)
     monkeypatch.undo()
     return out.getvalue()
 
