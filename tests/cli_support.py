@@ -68,20 +68,21 @@ def run_entry(
     and the start time); its stdout guard is kept, so the streams are wrapped as in a process.
     `entry_point`: another function to run in its place (cli.main: the typer app alone)."""
     from envdoctor import lifecycle
+    from envdoctor.launch import main as launch_main
 
     out = piped_stream(encoding, "strict")
     err = piped_stream(encoding, "backslashreplace")
-    monkeypatch.setattr(sys, "stdout", out)
-    monkeypatch.setattr(sys, "stderr", err)
-    monkeypatch.setattr(sys, "argv", ["envdoctor", *argv])
-    # As the `envdoctor` script's __main__ has it: click names the program after __main__'s package
-    # (under pytest: "python -m pytest.envdoctor").
-    monkeypatch.setattr(sys.modules["__main__"], "__package__", None, raising=False)
-    monkeypatch.setattr(lifecycle, "install", lifecycle.guard_stdout)
-    monkeypatch.setattr(lifecycle, "closing", lambda: None)
-    from envdoctor.launch import main as launch_main
-
-    with pytest.raises(SystemExit) as caught:
-        (entry_point or launch_main)()
+    # Undone on return (the environment the caller set stays): the test's own streams come back.
+    with monkeypatch.context() as patch:
+        patch.setattr(sys, "stdout", out)
+        patch.setattr(sys, "stderr", err)
+        patch.setattr(sys, "argv", ["envdoctor", *argv])
+        # As the `envdoctor` script's __main__ has it: click names the program after __main__'s
+        # package (under pytest: "python -m pytest.envdoctor").
+        patch.setattr(sys.modules["__main__"], "__package__", None, raising=False)
+        patch.setattr(lifecycle, "install", lifecycle.guard_stdout)
+        patch.setattr(lifecycle, "closing", lambda: None)
+        with pytest.raises(SystemExit) as caught:
+            (entry_point or launch_main)()
     code = caught.value.code
     return EncodedRun(code if isinstance(code, int) else 0, _bytes_of(out), _bytes_of(err))
