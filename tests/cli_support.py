@@ -66,9 +66,16 @@ def run_entry(
     in `encoding` as PYTHONIOENCODING=<encoding> gives them (stdout strict, stderr backslashreplace,
     both piped). Only the process-wide parts of lifecycle.install are left out (signal handlers
     and the start time); its stdout guard is kept, so the streams are wrapped as in a process.
-    `entry_point`: another function to run in its place (cli.main: the typer app alone)."""
+    `entry_point`: another function to run in its place (cli.main: the typer app alone).
+    Not for a live `check`: the entry point starts its torch child early, and only the end of the
+    process ends that child (use run_cli, or a real process)."""
     from envdoctor import lifecycle
+    from envdoctor.launch import _NOT_EARLY
     from envdoctor.launch import main as launch_main
+
+    if entry_point is None and argv[:1] == ("check",):
+        options = {a.split("=", 1)[0] for a in argv[1:]}
+        assert options & {*_NOT_EARLY, "-h", "--help"}, "a live check would start an early torch child"
 
     out = piped_stream(encoding, "strict")
     err = piped_stream(encoding, "backslashreplace")
