@@ -74,9 +74,9 @@ def test_check_on_a_terminal_shows_progress_on_stderr_only(tmp_path: Path) -> No
         env.pop(name, None)
     master, slave = os.openpty()
     proc = subprocess.Popen(
-        # --timeout 6: the hung child is stopped at 4.5 s (torch_build.child_timeout), 1.5 s after
-        # the probe's slow line (progress.SLOW_SECONDS) is due.
-        [sys.executable, "-m", "envdoctor", "check", "--only", "torch", "--timeout", "6"],
+        # --timeout 10: the hung child must outlive the probe's slow line (progress.SLOW_SECONDS, 3 s)
+        # after a start-up that the deadline counts (seconds on a loaded machine); 6 was too short.
+        [sys.executable, "-m", "envdoctor", "check", "--only", "torch", "--timeout", "10"],
         stdout=subprocess.PIPE,
         stderr=slave,
         env=env,
