@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import importlib.util
 import json
 import subprocess
 import sys
 import textwrap
 import venv
 import zipfile
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -27,7 +29,23 @@ from envdoctor.host.live import LiveHost
 from envdoctor.probes.torch_build import LoadStatus, TorchFacts, facts_from_outcome
 from tests.cli_support import run_cli
 
-torch = pytest.importorskip("torch")
+# Decided without importing torch: an import at collection cost every pytest-xdist worker seconds,
+# and these tests need torch only in the children they start.
+_TORCH = importlib.util.find_spec("torch")
+pytestmark = pytest.mark.skipif(_TORCH is None, reason="needs torch")
+
+
+def torch_version() -> str:
+    """torch.__version__ as the installed distribution states it (the same string, read without
+    importing torch)."""
+    return metadata.version("torch")
+
+
+def torch_site() -> Path:
+    """The folder torch is installed in (its site-packages)."""
+    assert _TORCH is not None and _TORCH.origin is not None
+    return Path(_TORCH.origin).resolve().parent.parent
+
 
 EXTENSION_BROKEN = """\
 import os
@@ -122,7 +140,7 @@ def build_wheel(
     info = f"torchvision-{version}.dist-info"
     files[f"{info}/METADATA"] = (
         f"Metadata-Version: 2.1\nName: torchvision\nVersion: {version}\n"
-        f"Requires-Dist: torch (=={torch.__version__.split('+')[0]})\nRequires-Dist: numpy\n\n"
+        f"Requires-Dist: torch (=={torch_version().split('+')[0]})\nRequires-Dist: numpy\n\n"
         "A stand-in for envdoctor's tests.\n"
     ).encode()
     files[f"{info}/WHEEL"] = (
@@ -149,7 +167,7 @@ def venv_with(tmp_path: Path, wheel: Path) -> Path:
         text=True,
         check=True,
     ).stdout.strip()
-    outer = Path(torch.__file__).resolve().parent.parent
+    outer = torch_site()
     (Path(purelib) / "outer-environment.pth").write_text(f"{outer}\n", encoding="utf-8")
     # This environment's pip, writing into the venv's site-packages: no pip to bootstrap there.
     install = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", purelib]
@@ -174,7 +192,7 @@ def test_a_torchvision_without_its_operators_is_an_error_through_the_real_check(
     report = json.loads(run.out)
     ed204 = [f for f in report["findings"] if f["code"] == "ED204"]
     assert run.code == 1 and len(ed204) == 1, run.out[-2000:]
-    assert ed204[0]["title"] == f"torchvision 0.28.0 fails to load beside torch {torch.__version__}"
+    assert ed204[0]["title"] == f"torchvision 0.28.0 fails to load beside torch {torch_version()}"
     assert "operator torchvision::nms does not exist" in ed204[0]["detail"]
     assert "its own version string is 0.28.0+cu130" in ed204[0]["detail"]
 
@@ -186,11 +204,11 @@ def test_a_torchvision_without_its_operators_is_an_error_through_the_real_check(
     assert load["cause"].startswith("_C.so: ")  # the dynamic loader's own words about the library
     stand_in = next(d for d in facts["extensions"]["distributions"] if d["name"] == "torchvision")
     assert stand_in["installer"] == "pip"
-    assert stand_in["requires"] == [f"torch (=={torch.__version__.split('+')[0]})"]  # numpy is not watched
+    assert stand_in["requires"] == [f"torch (=={torch_version().split('+')[0]})"]  # numpy is not watched
 
 
 def test_a_torchvision_whose_operator_runs_passes(tmp_path: Path) -> None:
-    label = "+" + torch.__version__.split("+")[1] if "+" in torch.__version__ else ""
+    label = "+" + torch_version().split("+")[1] if "+" in torch_version() else ""
     python = venv_with(tmp_path, build_wheel(tmp_path, HEALTHY, EXTENSION_HEALTHY, label=label))
     facts, outcome = child_facts(python)
     assert facts.extensions is not None, outcome.stderr_tail

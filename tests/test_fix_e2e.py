@@ -27,12 +27,21 @@ from typing import NamedTuple
 import pytest
 
 from tests.early import Job
-from tests.test_companion_child import EXTENSION_HEALTHY, HEALTHY, OPS, _record_line
+from tests.test_companion_child import (
+    _TORCH,
+    EXTENSION_HEALTHY,
+    HEALTHY,
+    OPS,
+    _record_line,
+    torch_site,
+    torch_version,
+)
 
-torch = pytest.importorskip("torch")
+# Decided without importing torch (an import at collection cost every pytest-xdist worker seconds).
+pytestmark = pytest.mark.skipif(_TORCH is None, reason="needs torch")
 
 SLOW = os.environ.get("ENVDOCTOR_SLOW_TESTS") == "1"
-TORCH = torch.__version__  # 2.13.0+cpu on this machine
+TORCH = torch_version() if _TORCH is not None else ""  # 2.13.0+cpu on this machine
 
 
 def stand_in(folder: Path, version: str, torch_pin: str) -> Path:
@@ -69,7 +78,7 @@ def fresh_venv(tmp_path: Path, see_this_torch: bool) -> Path:
     python = home / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python")
     if see_this_torch:
         purelib = run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout
-        outer = Path(torch.__file__).resolve().parent.parent
+        outer = torch_site()
         (Path(purelib.strip()) / "outer-environment.pth").write_text(f"{outer}\n", encoding="utf-8")
     return python
 

@@ -36,28 +36,16 @@ exec sleep 1000
 """
 
 
-@pytest.fixture(scope="session")
-def pycache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Compiled envdoctor for the runs below: with PYTHONDONTWRITEBYTECODE set (CI images often
-    set it) every start would compile all of envdoctor again and spend the budget on that."""
-    prefix = tmp_path_factory.mktemp("pycache")
-    env = {**os.environ, "PYTHONPYCACHEPREFIX": str(prefix)}
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    package = Path(__file__).resolve().parent.parent / "envdoctor"
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], env=env, check=True, timeout=120)
-    return prefix
-
-
-@pytest.fixture
-def slack(pycache: Path) -> float:
+def measure_slack() -> float:
     """What this machine adds to the +1 s: the wall time of a `check` that runs no child
     (`check --only system`, best of three) beyond the 0.7 s it takes on an idle 2-core machine, so a
     loaded test machine does not fail a bound meant for envdoctor itself. (`--version` was the
     yardstick before; it takes the lean path, so it missed the load a full `check` start-up feels.)
-    Measured right before each bounded run: the suite's other worker (pytest-xdist) and the early
-    runs load the machine differently from one moment to the next."""
-    env = {**os.environ, "PYTHONPYCACHEPREFIX": str(pycache)}
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    Measured only when a bounded run missed its bound, right then: the suite's other worker
+    (pytest-xdist) and the early runs load the machine differently from one moment to the next, and
+    three `check` starts before every bounded run cost more than the runs themselves."""
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as the bounded runs (Machine)
     times = []
     for _ in range(3):
         started = time.monotonic()
@@ -75,7 +63,7 @@ def slack(pycache: Path) -> float:
 class Machine:
     """A temporary set-up: a hanging torch on PYTHONPATH, optionally a hanging nvcc on PATH."""
 
-    def __init__(self, root: Path, nvcc: bool, pycache: Path | None = None) -> None:
+    def __init__(self, root: Path, nvcc: bool) -> None:
         self.root = root
         self.pids = root / "pids.txt"
         package = root / "site" / "torch"
@@ -89,9 +77,10 @@ class Machine:
         }
         self.env.pop("VIRTUAL_ENV", None)
         self.env.pop("CONDA_PREFIX", None)
-        if pycache is not None:
-            self.env.pop("PYTHONDONTWRITEBYTECODE", None)
-            self.env["PYTHONPYCACHEPREFIX"] = str(pycache)
+        # Compiled envdoctor for these runs (conftest.py compiles it once beside the sources; where
+        # it did not, the first run writes it): with PYTHONDONTWRITEBYTECODE set (CI images often
+        # set it) every start would compile all of envdoctor again and spend the budget on that.
+        self.env.pop("PYTHONDONTWRITEBYTECODE", None)
         if nvcc:
             bin_dir = root / "bin"
             bin_dir.mkdir()
@@ -107,15 +96,21 @@ class Machine:
                 found.setdefault(name, []).append(int(pid))
         return found
 
-    def run_within(self, bound: float, *argv: str) -> tuple[subprocess.CompletedProcess[str], float]:
-        """Run, and once more when the first run missed `bound`: a wall-clock bound on a shared
-        test machine can be missed by a burst of load, not twice running by envdoctor."""
+    def run_within(self, bound: float, *argv: str) -> tuple[subprocess.CompletedProcess[str], float, float]:
+        """Run, held to `bound` (envdoctor's own: --timeout + 1 s); returns the run, its seconds and
+        the bound it is held to. A run that missed it is allowed what this machine adds (the slack,
+        measured only then), and runs once more when it missed that too: a wall-clock bound on a
+        shared test machine can be missed by a burst of load, not twice running by envdoctor."""
         done, seconds = self.run(*argv)
-        if seconds >= bound:
-            _assert_all_gone(self.started())  # the first run left nothing behind either
-            self.pids.unlink(missing_ok=True)  # so the checks below count the second run's children
-            done, seconds = self.run(*argv)
-        return done, seconds
+        if seconds < bound:
+            return done, seconds, bound
+        bound += measure_slack()
+        if seconds < bound:
+            return done, seconds, bound
+        _assert_all_gone(self.started())  # the first run left nothing behind either
+        self.pids.unlink(missing_ok=True)  # so the checks below count the second run's children
+        done, seconds = self.run(*argv)
+        return done, seconds, bound
 
     def run(self, *argv: str, timeout: float = 60) -> tuple[subprocess.CompletedProcess[str], float]:
         started = time.monotonic()
@@ -141,8 +136,8 @@ def _assert_all_gone(pids: dict[str, list[int]]) -> None:
 
 
 @pytest.fixture
-def machine(tmp_path: Path, pycache: Path) -> Iterator[Machine]:
-    made = Machine(tmp_path, nvcc=True, pycache=pycache)
+def machine(tmp_path: Path) -> Iterator[Machine]:
+    made = Machine(tmp_path, nvcc=True)
     yield made
     for pids in made.started().values():  # never leave the test's own sleepers behind
         for pid in pids:
@@ -154,11 +149,12 @@ def machine(tmp_path: Path, pycache: Path) -> Iterator[Machine]:
 
 
 @pytest.mark.exclusive
-@pytest.mark.parametrize("timeout", [1, 3, 5])
-def test_a_hung_torch_import_is_ed003_at_every_timeout(machine: Machine, slack: float, timeout: int) -> None:
-    bound = timeout + 1 + slack
-    done, seconds = machine.run_within(
-        bound, "check", "--only", "torch", "--timeout", str(timeout), "-f", "json"
+# 1 and 3: the child's limit is --timeout less a quarter below 8 s (torch_build.child_timeout), so 5
+# took the same path as 3 at two more seconds of the whole suite waiting.
+@pytest.mark.parametrize("timeout", [1, 3])
+def test_a_hung_torch_import_is_ed003_at_every_timeout(machine: Machine, timeout: int) -> None:
+    done, seconds, bound = machine.run_within(
+        timeout + 1, "check", "--only", "torch", "--timeout", str(timeout), "-f", "json"
     )
     report = json.loads(done.stdout)
     codes = {f["code"] for f in report["findings"]}
@@ -225,10 +221,11 @@ def test_a_signal_stops_every_child(machine: Machine, sig: signal.Signals, argv:
 
 
 @pytest.mark.exclusive
-def test_a_hanging_nvcc_is_run_once_bounded_and_named(machine: Machine, slack: float) -> None:
+def test_a_hanging_nvcc_is_run_once_bounded_and_named(machine: Machine) -> None:
     machine.env["CUDA_HOME"] = str(machine.root)  # its bin/nvcc is the same hanging script
-    done, seconds = machine.run_within(
-        6 + 1 + slack, "check", "--only", "toolkit", "--timeout", "6", "-f", "json"
+    # --timeout 3: nvcc gets a third of it (toolkit.nvcc_timeout), far below its 10 s cap as at 6.
+    done, seconds, bound = machine.run_within(
+        3 + 1, "check", "--only", "toolkit", "--timeout", "3", "-f", "json"
     )
     report = json.loads(done.stdout)
     toolkit = next(p for p in report["probes"] if p["name"] == "toolkit")
@@ -236,7 +233,7 @@ def test_a_hanging_nvcc_is_run_once_bounded_and_named(machine: Machine, slack: f
     area = next(a for a in report["areas"] if a["area"] == "toolkit")
     assert "nvcc --version hung for" in area["verdict"], area
     assert len(machine.started()["nvcc"]) == 1  # once, not once per path to the same file
-    assert seconds < 6 + 1 + slack, seconds
+    assert seconds < bound, seconds
     _assert_all_gone(machine.started())
 
 
@@ -252,9 +249,7 @@ PROGRAMS = {
 
 @pytest.mark.exclusive
 @pytest.mark.parametrize("kind", list(PROGRAMS))
-def test_a_python_that_never_answers_is_bounded_by_the_timeout(
-    machine: Machine, slack: float, kind: str
-) -> None:
+def test_a_python_that_never_answers_is_bounded_by_the_timeout(machine: Machine, kind: str) -> None:
     script, says = PROGRAMS[kind]
     program = Path(kind)
     if script is not None:
@@ -263,12 +258,14 @@ def test_a_python_that_never_answers_is_bounded_by_the_timeout(
         program.chmod(0o755)
     elif not program.exists():
         pytest.skip(f"no {kind}")
-    done, seconds = machine.run_within(3 + 1 + slack, "check", "--python", str(program), "--timeout", "3")
+    # --timeout 2 (3 before): a flood ends at the output cap, not the timeout, and needs the room on a
+    # loaded machine; 1 s was too little there.
+    done, seconds, bound = machine.run_within(2 + 1, "check", "--python", str(program), "--timeout", "2")
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "not a runnable Python interpreter" in lines[0], done.stderr
     assert says in lines[0]
-    assert seconds < 3 + 1 + slack, seconds
+    assert seconds < bound, seconds
     _assert_all_gone(machine.started())
 
 
@@ -311,10 +308,11 @@ def test_config_paths_that_are_no_regular_files_are_that_files_status(tmp_path: 
 
 
 @pytest.mark.exclusive
-def test_every_run_ends_within_the_timeout(machine: Machine, slack: float) -> None:
-    done, seconds = machine.run_within(3 + 1 + slack, "check", "--timeout", "3", "-f", "json")
+def test_every_run_ends_within_the_timeout(machine: Machine) -> None:
+    # --timeout 2: every probe still starts (the hung torch and nvcc among them) and is cut short.
+    done, seconds, bound = machine.run_within(2 + 1, "check", "--timeout", "2", "-f", "json")
     assert done.returncode in (0, 1), done.stderr
-    assert seconds < 3 + 1 + slack, seconds
+    assert seconds < bound, seconds
     codes = {f["code"] for f in json.loads(done.stdout)["findings"]}
     assert "ED003" in codes
     _assert_all_gone(machine.started())

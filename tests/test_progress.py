@@ -74,6 +74,8 @@ def test_check_on_a_terminal_shows_progress_on_stderr_only(tmp_path: Path) -> No
         env.pop(name, None)
     master, slave = os.openpty()
     proc = subprocess.Popen(
+        # --timeout 10: the hung child must outlive the probe's slow line (progress.SLOW_SECONDS, 3 s)
+        # after a start-up that the deadline counts (seconds on a loaded machine); 6 was too short.
         [sys.executable, "-m", "envdoctor", "check", "--only", "torch", "--timeout", "10"],
         stdout=subprocess.PIPE,
         stderr=slave,

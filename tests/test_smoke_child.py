@@ -7,12 +7,14 @@ a real, passing smoke result, and a step that hangs must be stopped by the child
 from __future__ import annotations
 
 import ast
+import importlib.util
 import math
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -24,7 +26,17 @@ from envdoctor.probes.torch_build import TorchFacts, child_args, facts_from_outc
 from tests.early import Job
 from tests.real_torch import DEFAULT_ARGS, DEFAULT_RUN, NO_SMOKE, NO_SMOKE_RUN, real_torch_child
 
-torch = pytest.importorskip("torch")
+# Decided without importing torch: an import at collection cost every pytest-xdist worker seconds;
+# the tests that use torch in this process ask for it (the `torch` fixture).
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
+
+
+@pytest.fixture(name="torch")
+def torch_module() -> ModuleType:
+    import torch
+
+    return torch
+
 
 ALL_STEPS = ["init", "matmul_fp32", "autograd", "matmul_fp16", "matmul_bf16", "conv2d"]
 
@@ -152,7 +164,7 @@ def test_tolerance_orders_by_precision_and_grows_with_k() -> None:
     assert child.tolerance("bfloat16", k) < 0.5
 
 
-def test_tolerance_accepts_real_rounding_and_rejects_garbage() -> None:
+def test_tolerance_accepts_real_rounding_and_rejects_garbage(torch: ModuleType) -> None:
     g = torch.Generator().manual_seed(1)
     n = 256
     a, b = torch.randn(n, n, generator=g), torch.randn(n, n, generator=g)
@@ -164,7 +176,7 @@ def test_tolerance_accepts_real_rounding_and_rejects_garbage() -> None:
     assert child.normalized_error(a @ b.t(), reference, n) > child.tolerance("bfloat16", n)
 
 
-def test_normalized_error_flags_non_finite_results() -> None:
+def test_normalized_error_flags_non_finite_results(torch: ModuleType) -> None:
     reference = torch.ones(4, 4)
     broken = torch.ones(4, 4)
     broken[1, 2] = float("nan")
@@ -200,7 +212,7 @@ def test_child_scripts_keep_python36_syntax() -> None:
 
 
 def test_a_dtype_without_kernels_is_skipped_not_failed(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    torch: ModuleType, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     def no_half(self: child.Smoke, device: child.Device, n: int, dtype: object, precision: str) -> None:
         raise RuntimeError("\"addmm_impl_cpu_\" not implemented for 'Half'")
@@ -214,7 +226,7 @@ def test_a_dtype_without_kernels_is_skipped_not_failed(
 
 
 def test_a_cuda_error_is_a_failure_even_if_it_says_not_supported(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    torch: ModuleType, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     def broken(self: child.Smoke, device: child.Device, n: int, dtype: object, precision: str) -> None:
         raise RuntimeError("CUDA error: operation not supported on this device")
@@ -230,7 +242,7 @@ def test_a_cuda_error_is_a_failure_even_if_it_says_not_supported(
     }
 
 
-def test_big_products_are_checked_on_their_first_and_last_rows() -> None:
+def test_big_products_are_checked_on_their_first_and_last_rows(torch: ModuleType) -> None:
     smoke = child.Smoke(torch, {}, None, None)
     assert smoke.rows(1024) is None
     rows = smoke.rows(2048)
@@ -245,7 +257,9 @@ def test_big_products_are_checked_on_their_first_and_last_rows() -> None:
     assert child.normalized_error(smoke.picked(product, n), reference, n) > child.tolerance("bfloat16", n)
 
 
-def test_steps_are_skipped_when_the_budget_is_spent(capsys: pytest.CaptureFixture[str]) -> None:
+def test_steps_are_skipped_when_the_budget_is_spent(
+    torch: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
     smoke = child.Smoke(torch, {}, None, deadline=time.time() + child.MIN_STEP_TIME / 2)
     cpu = child.Device(torch, "cpu", "cpu", "CPU")
     assert smoke.run_step(cpu, "init", {"size": None}) == "skipped"
