@@ -1,22 +1,22 @@
 """What `envdoctor install` learns about this machine when an option does not say: the OS and
 machine, the target interpreter's Python, the NVIDIA driver and GPUs (the NVML probe), the index
 pip is configured with, the sources pip or uv will really use (the mirrors and sources probes'
-readings) and the torch already installed. Everything goes through the Host; nothing imports torch."""
+readings) and the torch already installed. Everything goes through the Host; nothing imports torch.
+
+The GPU probes (NVML, AMD/Intel) are imported only when this machine's GPUs are asked about: a
+described machine (--driver/--gpu given) never loads them (start-up budget, issue #9).
+"""
 
 from __future__ import annotations
 
 import re
 import threading
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from envdoctor.host.base import Host
 from envdoctor.install import sources as planner_sources
-from envdoctor.probes.base import ProbeContext
-from envdoctor.probes.gpu_vendors import GpuVendorFacts
-from envdoctor.probes.gpu_vendors import collect as collect_vendors
+from envdoctor.lazy_re import Lazy
 from envdoctor.probes.mirrors import collect_conda, collect_pip, collect_uv
-from envdoctor.probes.nvml import NvmlFacts
-from envdoctor.probes.nvml import collect as collect_nvml
 from envdoctor.probes.sources import (
     PYTORCH_WHEELS,
     check_reach,
@@ -25,7 +25,12 @@ from envdoctor.probes.sources import (
 )
 from envdoctor.target import PythonInfo, Target, TargetError, resolve_target
 
-_TORCH_DIST = re.compile(r"^torch-(?P<version>[^-]+)\.dist-info$", re.IGNORECASE)
+if TYPE_CHECKING:
+    from envdoctor.host.base import Host
+    from envdoctor.probes.gpu_vendors import GpuVendorFacts
+    from envdoctor.probes.nvml import NvmlFacts
+
+_TORCH_DIST = Lazy(r"^torch-(?P<version>[^-]+)\.dist-info$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,9 @@ def detect_python(host: Host, interpreter: str | None) -> tuple[Target | None, s
 
 
 def detect_nvml(host: Host, target: Target) -> tuple[NvmlFacts | None, str | None]:
+    from envdoctor.probes.base import ProbeContext
+    from envdoctor.probes.nvml import collect as collect_nvml
+
     try:
         return collect_nvml(ProbeContext(host=host, target=target)), None
     except Exception as exc:  # e.g. NotApplicable on macOS; the plan then says "no driver found"
@@ -63,6 +71,9 @@ def detect_nvml(host: Host, target: Target) -> tuple[NvmlFacts | None, str | Non
 
 
 def detect_vendors(host: Host, target: Target) -> GpuVendorFacts | None:
+    from envdoctor.probes.base import ProbeContext
+    from envdoctor.probes.gpu_vendors import collect as collect_vendors
+
     try:
         return collect_vendors(ProbeContext(host=host, target=target))
     except Exception:  # NotApplicable off Linux; an unreadable sysfs is already facts

@@ -14,16 +14,15 @@ for the offline route.
 from __future__ import annotations
 
 import enum
-import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
 from envdoctor import knowledge
 from envdoctor.knowledge import Release
+from envdoctor.lazy_re import Lazy
 from envdoctor.probes.mirrors import CondaConfig, PipConfig, UvConfig, is_variable
 from envdoctor.probes.sources import (
     UV_CONSTRAINT_SETTINGS,
@@ -35,8 +34,27 @@ from envdoctor.probes.sources import (
     SourcesFacts,
 )
 
+if TYPE_CHECKING:
+    from packaging.specifiers import SpecifierSet
+
 TORCH_PACKAGES = ("torch", "torchvision", "torchaudio")
 PIP_CONSTRAINT = "pip's constraint"
+
+
+def canonicalize_name(name: str) -> str:
+    """A project's name as PEP 503 compares it (packaging.utils' rule: `re.sub(r"[-_.]+", "-",
+    name).lower()`); written out here because packaging.utils imports packaging.tags and logging,
+    and every plan asks this for its constraints (start-up, issue #9)."""
+    value = name.lower().replace("_", "-").replace(".", "-")
+    while "--" in value:
+        value = value.replace("--", "-")
+    return value
+
+
+def _specifier(text: str) -> SpecifierSet:
+    from packaging.specifiers import SpecifierSet  # only a configured constraint needs it
+
+    return SpecifierSet(text)
 
 
 class SourceKind(str, enum.Enum):
@@ -84,8 +102,10 @@ class Constraint:
     label: str = PIP_CONSTRAINT  # "uv's constraint", "uv's override"
 
     def allows(self, version: str) -> bool:
+        from packaging.specifiers import InvalidSpecifier  # only a configured constraint needs it
+
         try:
-            return SpecifierSet(self.specifier).contains(version, prereleases=True)
+            return _specifier(self.specifier).contains(version, prereleases=True)
         except InvalidSpecifier:
             return True  # pip itself would refuse the file; a rule says so, the planner does not guess
 
@@ -209,11 +229,11 @@ def _host(url: str) -> str:
 
 
 _PLATFORM_TAGS = {  # the platform part of a wheel tag, per knowledge platform key
-    "linux-x86_64": re.compile(r"^(many|musl)?linux(\d+|_\d+_\d+)?_x86_64$"),
-    "linux-aarch64": re.compile(r"^(many|musl)?linux(\d+|_\d+_\d+)?_aarch64$"),
-    "windows-x86_64": re.compile(r"^win_amd64$"),
-    "macos-arm64": re.compile(r"^macosx_\d+_\d+_(arm64|universal2)$"),
-    "macos-x86_64": re.compile(r"^macosx_\d+_\d+_(x86_64|intel|universal2?)$"),
+    "linux-x86_64": Lazy(r"^(many|musl)?linux(\d+|_\d+_\d+)?_x86_64$"),
+    "linux-aarch64": Lazy(r"^(many|musl)?linux(\d+|_\d+_\d+)?_aarch64$"),
+    "windows-x86_64": Lazy(r"^win_amd64$"),
+    "macos-arm64": Lazy(r"^macosx_\d+_\d+_(arm64|universal2)$"),
+    "macos-x86_64": Lazy(r"^macosx_\d+_\d+_(x86_64|intel|universal2?)$"),
 }
 
 
@@ -233,6 +253,9 @@ def fits(tag: str, platform: str, python: str | None) -> bool:
 
 
 def parse_wheel(filename: str, source: Source) -> LocalWheel | None:
+    # packaging.utils loads packaging.tags and logging: only a listing with wheels pays for them.
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
     try:
         name, version, _, tags = parse_wheel_filename(filename)
     except (InvalidWheelFilename, ValueError):
