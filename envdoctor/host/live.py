@@ -30,7 +30,7 @@ from envdoctor.host.base import (
     file_too_large,
     not_a_regular_file,
 )
-from envdoctor.model import PlatformInfo
+from envdoctor.shared_types import PlatformInfo
 
 CHILD_DIR = Path(__file__).resolve().parent.parent / "child"
 _STDERR_TAIL = 4000

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from envdoctor.host.base import Host
-from envdoctor.model import TextEnum
 from envdoctor.probes.base import ProbeContext, ProbeSpec
 from envdoctor.probes.config_files import ConfigSyntaxError, parse_ini, parse_toml, parse_yaml
 from envdoctor.redact import MASK, is_secret_name
+from envdoctor.shared_types import TextEnum
 from envdoctor.target import PythonInfo
 
 
