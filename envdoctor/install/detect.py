@@ -4,7 +4,8 @@ pip is configured with, the sources pip or uv will really use (the mirrors and s
 readings) and the torch already installed. Everything goes through the Host; nothing imports torch.
 
 The GPU probes (NVML, AMD/Intel) are imported only when this machine's GPUs are asked about: a
-described machine (--driver/--gpu given) never loads them (start-up budget, issue #9).
+described machine (--driver/--gpu given) never loads them, and one of another platform loads no
+probe and no interpreter machinery at all: each is imported where it runs (start-up, issue #9).
 """
 
 from __future__ import annotations
@@ -16,19 +17,12 @@ from typing import TYPE_CHECKING
 
 from envdoctor.install import sources as planner_sources
 from envdoctor.lazy_re import Lazy
-from envdoctor.probes.mirrors import collect_conda, collect_pip, collect_uv
-from envdoctor.probes.sources import (
-    PYTORCH_WHEELS,
-    check_reach,
-    collect_sources,
-    default_index_url,
-)
-from envdoctor.target import PythonInfo, Target, TargetError, resolve_target
 
 if TYPE_CHECKING:
     from envdoctor.host.base import Host
     from envdoctor.probes.gpu_vendors import GpuVendorFacts
     from envdoctor.probes.nvml import NvmlFacts
+    from envdoctor.target import PythonInfo, Target
 
 _TORCH_DIST = Lazy(r"^torch-(?P<version>[^-]+)\.dist-info$", re.IGNORECASE)
 
@@ -54,6 +48,8 @@ class Detected:
 
 
 def detect_python(host: Host, interpreter: str | None) -> tuple[Target | None, str | None]:
+    from envdoctor.target import TargetError, resolve_target
+
     try:
         return resolve_target(host, interpreter), None
     except TargetError as exc:
@@ -83,6 +79,8 @@ def detect_vendors(host: Host, target: Target) -> GpuVendorFacts | None:
 def configured_pip_index(host: Host, info: PythonInfo | None) -> PipIndex | None:
     """The index-url `pip install` would use here and where it is set (the mirrors probe's reading
     of pip's files and variables); None when pip uses its default."""
+    from envdoctor.probes.mirrors import collect_pip
+
     setting = collect_pip(host, host.platform().os, info).get("index-url")
     if setting is None:
         return None
@@ -110,6 +108,9 @@ def detect_sources(
     host: Host, info: PythonInfo | None, manager: str, offline: bool
 ) -> planner_sources.Sources:
     """The planner's Sources as `check` builds them, without the network (see `with_answers`)."""
+    from envdoctor.probes.mirrors import collect_conda, collect_pip, collect_uv
+    from envdoctor.probes.sources import collect_sources, default_index_url
+
     os_name = host.platform().os
     pip = collect_pip(host, os_name, info)
     uv = collect_uv(host, os_name)
@@ -122,6 +123,8 @@ def with_answers(
     host: Host, sources: planner_sources.Sources, extra: tuple[str, ...] = ()
 ) -> planner_sources.Sources:
     """`sources` with one bounded request to each index a plan may name (all at once, <= 2 s)."""
+    from envdoctor.probes.sources import PYTORCH_WHEELS, check_reach
+
     if sources.offline:
         return sources
     configured = [s.url for s in ((sources.index,) if sources.index else ()) + sources.extra]

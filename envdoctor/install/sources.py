@@ -8,7 +8,8 @@ answered. `from_facts` builds it from those facts, for `check`'s fixes and for `
 
 The helpers here answer the planner's questions about it: which local wheel is exactly the build it
 wants, which constraint rejects a release, whether an index answered, and the file name of a wheel
-for the offline route.
+for the offline route. The probes' types are imported only where facts become Sources (from_facts,
+answer_of): planning for a described machine loads no probe (start-up, issue #9).
 """
 
 from __future__ import annotations
@@ -23,19 +24,12 @@ from packaging.version import Version
 from envdoctor import knowledge
 from envdoctor.knowledge import Release
 from envdoctor.lazy_re import Lazy
-from envdoctor.probes.mirrors import CondaConfig, PipConfig, UvConfig, is_variable
-from envdoctor.probes.sources import (
-    UV_CONSTRAINT_SETTINGS,
-    ConstraintFile,
-    ListingKind,
-    ListingStatus,
-    ReachCheck,
-    ReachStatus,
-    SourcesFacts,
-)
 
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
+
+    from envdoctor.probes.mirrors import CondaConfig, PipConfig, UvConfig
+    from envdoctor.probes.sources import ConstraintFile, ReachCheck, SourcesFacts
 
 TORCH_PACKAGES = ("torch", "torchvision", "torchaudio")
 PIP_CONSTRAINT = "pip's constraint"
@@ -337,6 +331,9 @@ def wheel_filename(
 
 
 def _lift(path: str, line: int, origin: str) -> str:
+    from envdoctor.probes.mirrors import is_variable
+    from envdoctor.probes.sources import UV_CONSTRAINT_SETTINGS
+
     if is_variable(origin):
         return f"unset ${origin}, or remove line {line} of {path}"
     if origin in UV_CONSTRAINT_SETTINGS:
@@ -398,6 +395,8 @@ def _uv_sources(uv: UvConfig) -> tuple[Source | None, list[Source]]:
 
 
 def answer_of(check: ReachCheck) -> Answer:
+    from envdoctor.probes.sources import ReachStatus
+
     reach = {ReachStatus.REACHABLE: Reach.REACHABLE, ReachStatus.UNREACHABLE: Reach.UNREACHABLE}
     return Answer(check.url, reach.get(check.status, Reach.UNCHECKED), check.detail)
 
@@ -411,6 +410,8 @@ def from_facts(
     default_index: str | None = None,
 ) -> Sources:
     """The planner's Sources from the mirrors probe's configuration and the sources probe's look."""
+    from envdoctor.probes.sources import ListingKind, ListingStatus
+
     index: Source | None = None
     extra: list[Source] = []
     no_index = None
