@@ -55,7 +55,13 @@ def list_rules(fmt: str, environ: Mapping[str, str] = os.environ) -> str:
 
 def install(options: Mapping[str, Any], fmt: str) -> tuple[str, int]:
     """The plan's text and exit code: 0 a command was found, 1 no build fits."""
-    from envdoctor.host.live import LiveHost
+    from envdoctor.host.live import LiveHost, start_early
+
+    if _asks_this_machines_gpus(options):
+        # The NVML query is a child process (a Python start and pynvml, ~0.1 s): started now, it
+        # runs while the planner is imported, and the NVML probe adopts it (same interpreter,
+        # script and arguments; an unadopted one is killed at exit).
+        start_early(sys.executable, "nvml_probe.py", ())
     from envdoctor.install.session import Given, RequestError, run
     from envdoctor.render.install_report import render_json, render_text
 
@@ -77,6 +83,15 @@ def install(options: Mapping[str, Any], fmt: str) -> tuple[str, int]:
         raise CommandError(str(exc)) from None
     render = render_json if fmt == "json" else render_text
     return render(session.plan, session.inputs, session.target.os), 0 if session.plan.possible else 1
+
+
+def _asks_this_machines_gpus(options: Mapping[str, Any]) -> bool:
+    """The plan surely queries this machine's NVIDIA driver (session.build's `want_gpu`): no
+    --driver, and no --os, --arch or --cuda that could make it another machine or a non-CUDA
+    build. macOS has no NVIDIA driver: the probe does not start the child there."""
+    if sys.platform == "darwin":
+        return False
+    return not any(options.get(name) for name in ("driver", "os_name", "arch", "cuda"))
 
 
 # --- the options these commands take, as typer declares them in cli.py ------------------------------

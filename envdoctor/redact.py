@@ -12,6 +12,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from envdoctor.lazy_re import Lazy
+
 T = TypeVar("T")
 MASK = "****"
 
@@ -20,47 +22,47 @@ MASK = "****"
 # URL credential scan is str.splitlines/split/rfind, see _mask_userinfo).
 
 # Where a conda URL ends when looking for its /t/<token> segment.
-_URL_END = re.compile(r"[\s'\"]")
+_URL_END = Lazy(r"[\s'\"]")
 # conda's token form: https://conda.anaconda.org/t/<token>/channel, also at the end of a
 # channel_alias (https://conda.anaconda.org/t/<token>), where no slash follows.
-_CONDA_TOKEN = re.compile(r"(/t/)([^/\s'\"]+)(?=/|[\s'\"]|$)")
+_CONDA_TOKEN = Lazy(r"(/t/)([^/\s'\"]+)(?=/|[\s'\"]|$)")
 # ?name=value / &name=value. The name class excludes the separators, so each attempt stops at the
 # next one: linear.
-_QUERY_PARAM = re.compile(r"([?&;])([A-Za-z0-9_.\-\[\]]+)=([^&#\s]*)")
+_QUERY_PARAM = Lazy(r"([?&;])([A-Za-z0-9_.\-\[\]]+)=([^&#\s]*)")
 # Punctuation that ends a sentence around a value rather than belonging to it.
 _TRAILING = ":,;.)]}>'\""
-_SECRET_PARAM_WORD = re.compile(r"token|secret|pass|pwd|key|auth|sig|credential", re.IGNORECASE)
+_SECRET_PARAM_WORD = Lazy(r"token|secret|pass|pwd|key|auth|sig|credential", re.IGNORECASE)
 # name=value in free text (a command, an error message, an ini line): NAME = value. The look-behind
 # keeps a name from starting inside another word, so each position is tried once.
-_ASSIGNMENT = re.compile(r"(?<![\w.\-])(-{0,2}[A-Za-z][\w.\-]{0,63})([ \t]*=[ \t]*)([^\s&#,;]+)")
+_ASSIGNMENT = Lazy(r"(?<![\w.\-])(-{0,2}[A-Za-z][\w.\-]{0,63})([ \t]*=[ \t]*)([^\s&#,;]+)")
 
 # Well-known token shapes, masked wherever they stand (a value in free text, an error message):
 # GitHub (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_), GitLab (glpat-), Hugging Face (hf_), OpenAI
 # style (sk-), Slack (xox?-) and AWS access key ids (AKIA/ASIA). The look-behind keeps a match
 # from starting inside a word, so each run of characters is scanned once: linear.
-_TOKEN_SHAPE = re.compile(
+_TOKEN_SHAPE = Lazy(
     r"(?<![A-Za-z0-9_\-])(gh[pousr]_|github_pat_|glpat-|hf_|sk-|xox[abprs]-)[A-Za-z0-9_\-]{20,}"
     r"|(?<![A-Za-z0-9])(AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"
 )
 # An HTTP credential: "Authorization: <scheme> VALUE" (any scheme) and "Bearer VALUE" anywhere.
-_AUTH_HEADER = re.compile(
+_AUTH_HEADER = Lazy(
     r"(?i)((?<![\w\-])authorization[ \t]*:[ \t]*(?:(?:bearer|basic|token|digest)[ \t]+)?"
     r"|(?<![\w\-])bearer[ \t]+)([^\s,;'\"]+)"
 )
 # "password: VALUE" in free text: a name, a colon, then the value (found separately, see
 # _mask_colon_secrets). "//" after the colon is a URL, not a value.
-_COLON_NAME = re.compile(r"(?<![\w.\-])([A-Za-z][\w.\-]{0,63})[ \t]*:[ \t]*(?=[^\s/])")
-_VALUE = re.compile(r"[^\s&#,;]+")
+_COLON_NAME = Lazy(r"(?<![\w.\-])([A-Za-z][\w.\-]{0,63})[ \t]*:[ \t]*(?=[^\s/])")
+_VALUE = Lazy(r"[^\s&#,;]+")
 
 # Names that say "secret": anywhere in the name ...
-_SECRET_PART = re.compile(
+_SECRET_PART = Lazy(
     r"TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|COOKIE|SESSION",
     re.IGNORECASE,
 )
 # ... or as one whole word of it (pass, pwd, key, auth: too short to look for inside words such
 # as "keyring" or "compass").
 _SECRET_WORDS = frozenset({"pass", "pwd", "key", "auth", "authorization", "authtoken", "pat"})
-_WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+")
+_WORD_SPLIT = Lazy(r"[^A-Za-z0-9]+")
 # Variables with a secret-looking word that hold none: the shell's working folders (exact case:
 # a lowercase pwd key in a config file is a password).
 _NOT_SECRET_NAMES = frozenset({"PWD", "OLDPWD"})
@@ -270,11 +272,11 @@ def _mask_all(value: Any) -> Any:
 USER = "<user>"
 GPU_UUID_MASK = "GPU-<uuid>"
 # GPU-5f9e1c2a-... and MIG-5f9e1c2a-... as NVML and nvidia-smi -L print them.
-_GPU_UUID = re.compile(
+_GPU_UUID = Lazy(
     r"\b(?:GPU|MIG)-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
 )
 # The user-name segment of home folders: /home/NAME, /Users/NAME, C:\Users\NAME, /mnt/c/Users/NAME.
-_HOME_SEGMENT = re.compile(
+_HOME_SEGMENT = Lazy(
     r"(?P<head>/home/|/Users/|/mnt/[a-z]/Users/|[A-Za-z]:\\Users\\)"
     # Windows names may hold spaces ("C:\Users\Ada Lovelace\..."): taken whole when a "\" follows.
     r"(?P<name>[^\\/:'\"\n]+(?=\\)|[^/\\\s'\"]+)"

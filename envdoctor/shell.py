@@ -14,11 +14,12 @@ edge: the report renderers and every Fix's command text call `render`. One quoti
 from __future__ import annotations
 
 import enum
-import re
 import shlex
 from collections.abc import Sequence
 
-_WINDOWS_SAFE = re.compile(r"^[A-Za-z0-9_\-+=.,:/\\]+$")
+from envdoctor.lazy_re import Lazy
+
+_WINDOWS_SAFE = Lazy(r"^[A-Za-z0-9_\-+=.,:/\\]+$")
 
 
 class Shell(str, enum.Enum):
@@ -60,7 +61,7 @@ def join(argv: Sequence[str], os_name: str) -> str:
     return render(argv, default_shell(os_name))
 
 
-_WINDOWS_WORD = re.compile(r'"((?:[^"\\]|\\.)*)"|(\S+)')
+_WINDOWS_WORD = Lazy(r'"((?:[^"\\]|\\.)*)"|(\S+)')
 
 
 def split(command: str, os_name: str) -> tuple[str, ...]:

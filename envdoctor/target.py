@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from envdoctor import choose
 from envdoctor.host.base import Host
 from envdoctor.host.ending import ChildEnding
-from envdoctor.model import Interpreter
 from envdoctor.serde import DataError, from_data
+from envdoctor.shared_types import Interpreter
 
 _INFO_TIMEOUT = 20.0
 

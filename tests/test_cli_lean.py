@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -144,7 +147,10 @@ def test_a_stdout_click_would_re_encode_is_left_to_it(monkeypatch: pytest.Monkey
 
 
 @pytest.mark.parametrize(
-    "argv", [["--help"], ["explain", "ED101"], ["rules"], ["install", *DESCRIBED], ["install"]], ids=" ".join
+    # A described install is held to its own module set below (test_a_described_install_loads_...).
+    "argv",
+    [["--help"], ["explain", "ED101"], ["rules"], ["install"]],
+    ids=" ".join,
 )
 def test_quick_commands_load_no_cli_framework_and_no_gpu_library(argv: list[str]) -> None:
     script = (
@@ -161,3 +167,185 @@ def test_quick_commands_load_no_cli_framework_and_no_gpu_library(argv: list[str]
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert "loaded: [] exit: 0" in result.stderr, result.stderr
     assert result.stdout
+
+
+# What `envdoctor install` for a described machine may import (issue #9: start-up <= 100 ms).
+# For another platform nothing of this machine is read: the planner, its knowledge tables and the
+# report. For this platform pip's configuration and sources are read too (the mirrors and sources
+# probes, and the interpreter's facts), but never the GPUs when --driver is given. Every module
+# here costs every run its import (a frozen dataclass alone is ~1 ms on a slow CPU): one added to
+# these sets is a decision, not an accident.
+PLANNER_MODULES = {
+    "envdoctor",
+    "envdoctor.cli_lean",
+    "envdoctor.errors",
+    "envdoctor.host",
+    "envdoctor.host.base",
+    "envdoctor.host.live",
+    "envdoctor.install",
+    "envdoctor.install.commands",
+    "envdoctor.install.detect",
+    "envdoctor.install.plan",
+    "envdoctor.install.request",
+    "envdoctor.install.routes",
+    "envdoctor.install.session",
+    "envdoctor.install.sources",
+    "envdoctor.install.vendors",
+    "envdoctor.knowledge",
+    "envdoctor.knowledge.archs",
+    "envdoctor.knowledge.conda",
+    "envdoctor.knowledge.drivers",
+    "envdoctor.knowledge.gpu_vendors",
+    "envdoctor.knowledge.gpus",
+    "envdoctor.knowledge.mirrors",
+    "envdoctor.knowledge.overlay",
+    "envdoctor.knowledge.provenance",
+    "envdoctor.launch",
+    "envdoctor.lazy_re",
+    "envdoctor.lifecycle",
+    "envdoctor.limits",
+    "envdoctor.redact",
+    "envdoctor.render",
+    "envdoctor.render.install_report",
+    "envdoctor.rule_catalogue",
+    "envdoctor.shared_types",
+    "envdoctor.shell",
+    "envdoctor.stream_text",
+    "envdoctor.textwidth",
+    "envdoctor.words",
+}
+CONFIG_READING_MODULES = PLANNER_MODULES | {
+    "envdoctor.child",
+    "envdoctor.child.python_info",
+    "envdoctor.choose",
+    "envdoctor.host.ending",
+    "envdoctor.probes",
+    "envdoctor.probes.base",
+    "envdoctor.probes.config_files",
+    "envdoctor.probes.mirrors",
+    "envdoctor.probes.sources",
+    "envdoctor.serde",
+    "envdoctor.target",
+}
+# Heavy for what they give here: pip's package set-up and packaging.tags import logging; tempfile,
+# html, subprocess and the GPU/CLI libraries have no use on a described machine without config files.
+NOT_LOADED = (
+    "pip",
+    "packaging.tags",
+    "packaging.utils",
+    "packaging.specifiers",
+    "logging",
+    "tempfile",
+    "html",
+    "subprocess",
+    "typer",
+    "click",
+    "rich",
+    "torch",
+    "pynvml",
+    "psutil",
+)
+
+_MODULE_SET = """
+import dataclasses, json, sys
+sys.argv = ["envdoctor", *sys.argv[1:]]
+from envdoctor.launch import main
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+mods = sorted(m for m in sys.modules if m.split(".")[0] == "envdoctor")
+classes = [
+    f"{m}.{v.__name__}"
+    for m in mods
+    for v in vars(sys.modules[m]).values()
+    if isinstance(v, type) and dataclasses.is_dataclass(v) and v.__module__ == m
+]
+seen = {"code": code, "modules": mods, "dataclasses": classes, "other": sorted(sys.modules)}
+print(json.dumps(seen), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "allowed", "dataclasses"),
+    [
+        (
+            ["--os", "windows", "--python", "3.10", "--driver", "560.94", "--gpu", "RTX 4070"],
+            PLANNER_MODULES,
+            50,
+        ),
+        (DESCRIBED, CONFIG_READING_MODULES, 73),
+    ],
+    ids=["another platform", "this platform"],
+)
+def test_a_described_install_loads_only_its_module_set(
+    args: list[str], allowed: set[str], dataclasses: int, tmp_path: Path
+) -> None:
+    """The described-machine install path keeps to its module set and its dataclass count (each
+    frozen dataclass is built at import: ~1.4 ms on a slow CPU). Run with no pip, uv or conda
+    configuration, so that only what a described machine always needs is counted."""
+    if sys.platform == "darwin":
+        pytest.skip("macOS takes no --driver")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_", "CONDA", "VIRTUAL_ENV"))}
+    env.update(
+        HOME=str(tmp_path),
+        XDG_CONFIG_HOME=str(tmp_path),
+        PIP_CONFIG_FILE=os.devnull,  # pip reads no configuration file at all
+        ENVDOCTOR_CACHE_DIR=str(tmp_path / "cache"),
+        PYTHONIOENCODING="utf-8",
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", _MODULE_SET, "install", *args, "--offline"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
+    seen = json.loads(result.stderr.strip().splitlines()[-1])
+    assert seen["code"] == 0 and "$ pip3 install " in result.stdout, result.stdout + result.stderr
+    assert set(seen["modules"]) <= allowed, sorted(set(seen["modules"]) - allowed)
+    assert not set(NOT_LOADED) & set(seen["other"]), sorted(set(NOT_LOADED) & set(seen["other"]))
+    assert len(seen["dataclasses"]) <= dataclasses, seen["dataclasses"]
+
+
+def test_pypi_url_read_without_pips_set_up_is_pips_own() -> None:
+    """knowledge.mirrors reads pip's models/index.py alone (pip's package set-up costs ~40 ms): the
+    URL must be the one pip itself has, and the module read is not registered as a module. (That
+    `install` does not import pip is held by the module-set test above.)"""
+    from pip._internal.models.index import PyPI
+
+    from envdoctor.knowledge import mirrors
+
+    assert mirrors._read_pip_index_module() == PyPI.simple_url
+    assert "_envdoctor_pip_index" not in sys.modules
+
+
+def test_this_machines_nvml_query_starts_before_the_planner_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`install` on this machine starts the NVML child before importing the planner, and the probe
+    adopts that child (one child, none left over); a given --driver starts none."""
+    if sys.platform == "darwin":
+        pytest.skip("macOS has no NVIDIA driver: no NVML child")
+    from envdoctor.host import live
+
+    started: list[str] = []
+    early: list[str] = []
+    real_start, real_early = live._start, live.start_early
+
+    def counting_start(argv: Any, env: Any, merge_stderr: bool = False) -> Any:
+        started.append(os.path.basename(argv[2]))
+        return real_start(argv, env, merge_stderr)
+
+    def counting_early(interpreter: str, script: str, args: Any) -> None:
+        early.append(script)
+        real_early(interpreter, script, args)
+
+    monkeypatch.setattr(live, "_start", counting_start)
+    monkeypatch.setattr(live, "start_early", counting_early)
+    assert answer(["install", "--offline"]) is not None
+    assert early == ["nvml_probe.py"] and started.count("nvml_probe.py") == 1, (early, started)
+    assert not live._EARLY  # adopted by the probe, not left to be killed at exit
+    early.clear()
+    started.clear()
+    assert answer(["install", *DESCRIBED, "--offline"]) is not None
+    assert "nvml_probe.py" not in early + started

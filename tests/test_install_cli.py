@@ -108,18 +108,35 @@ def test_install_does_not_import_torch() -> None:
     assert out.stdout.strip() == "[]"
 
 
-def test_install_imports_only_the_probe_modules_it_reads() -> None:
-    """The probe registry is built on first use: `install` must not pay for importing every probe."""
+@pytest.mark.parametrize(
+    ("args", "read"),
+    [
+        # Another platform: nothing of this machine is read, so no probe module is imported.
+        (["--os", "windows", "--python", "3.10", "--driver", "560.94"], set()),
+        # This platform, driver and GPU given: pip's configuration and sources are read, the GPUs not.
+        (["--python", "3.11", "--driver", "550.54.14", "--gpu", "RTX 3090"], {"mirrors", "sources"}),
+    ],
+    ids=["another platform", "this platform described"],
+)
+def test_install_imports_only_the_probe_modules_it_reads(args: list[str], read: set[str]) -> None:
+    """The probe registry is built on first use, and install imports a probe where it reads with it:
+    `install` must not pay for importing every probe, nor the GPU probes when --driver is given."""
     import subprocess
     import sys
 
+    if read and sys.platform == "darwin":
+        pytest.skip("macOS takes no --driver: the request is refused before anything is read")
     code = (
         "import sys; from envdoctor.cli_lean import answer; "
-        "answer(['install', '--os', 'windows', '--python', '3.10', '--driver', '560.94', '--offline']); "
+        f"answer(['install', *{args!r}, '--offline']); "
         "print(' '.join(sorted(m for m in sys.modules if m.startswith('envdoctor.probes.'))))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     loaded = set(out.stdout.split())
-    assert "envdoctor.probes.mirrors" in loaded, out.stdout  # the test sees what install reads
+    wanted = {f"envdoctor.probes.{name}" for name in read}
+    assert wanted <= loaded, out.stdout  # the test sees what install reads
     unread = ("environment", "python_env", "system", "toolkit", "torch_build", "torch_smoke", "windows")
+    unread += ("nvml", "gpu_vendors")
     assert not loaded & {f"envdoctor.probes.{name}" for name in unread}, out.stdout
+    if not read:
+        assert not loaded, out.stdout

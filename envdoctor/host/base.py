@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from envdoctor.model import PlatformInfo
+from envdoctor.shared_types import PlatformInfo
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from envdoctor.host.base import ChildOutcome, CommandResult
-from envdoctor.model import TextEnum
+from envdoctor.shared_types import TextEnum
 
 
 class EndingKind(TextEnum):

@@ -1,4 +1,8 @@
-"""The live host: the real machine, reached through the standard library and psutil."""
+"""The live host: the real machine, reached through the standard library and psutil.
+
+subprocess (with selectors), select and shutil are imported by the methods that start children or
+ask the disk: `envdoctor install` for a described machine only reads files (start-up, issue #9).
+"""
 
 from __future__ import annotations
 
@@ -9,15 +13,12 @@ import io
 import json
 import os
 import platform
-import select
-import shutil
-import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envdoctor import lifecycle, limits
 from envdoctor.host.base import (
@@ -30,7 +31,10 @@ from envdoctor.host.base import (
     file_too_large,
     not_a_regular_file,
 )
-from envdoctor.model import PlatformInfo
+from envdoctor.shared_types import PlatformInfo
+
+if TYPE_CHECKING:
+    import subprocess
 
 CHILD_DIR = Path(__file__).resolve().parent.parent / "child"
 _STDERR_TAIL = 4000
@@ -84,6 +88,8 @@ class LiveHost:
         return MemoryInfo(total_bytes=int(vm.total), available_bytes=int(vm.available))
 
     def disk_usage(self, path: str) -> DiskInfo | None:
+        import shutil
+
         try:
             usage = shutil.disk_usage(path)
         except OSError:
@@ -97,6 +103,8 @@ class LiveHost:
             return os.curdir
 
     def which(self, name: str) -> str | None:
+        import shutil
+
         return shutil.which(name, path=self._env.get("PATH"))
 
     def exists(self, path: str) -> bool:
@@ -140,6 +148,8 @@ class LiveHost:
         )
 
     def stream(self, argv: Sequence[str], timeout: float, on_line: Callable[[str], None]) -> CommandResult:
+        import subprocess
+
         try:
             proc = _start(argv, self._env, merge_stderr=True)
         except OSError as exc:
@@ -333,6 +343,8 @@ def parse_records(stdout: str) -> tuple[Mapping[str, Any], ...]:
 def _start(
     argv: Sequence[str], env: Mapping[str, str], merge_stderr: bool = False
 ) -> subprocess.Popen[bytes]:
+    import subprocess
+
     extra: dict[str, Any] = {}
     if os.name == "posix":
         # A session of its own lets a timeout kill the whole tree, grandchildren included; the
@@ -400,6 +412,9 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float) -> None:
     """proc.wait(timeout=...) without its polling, which sleeps up to 50 ms at a time and so
     notices a child's end that much late (every child of every command pays it): on Linux the
     child's pidfd becomes readable the moment it ends. Elsewhere, Popen's own wait."""
+    import select
+    import subprocess
+
     try:
         pidfd = os.pidfd_open(proc.pid)  # type: ignore[attr-defined,unused-ignore]
     except (AttributeError, OSError):  # not Linux >= 5.3, or the child is gone already
@@ -417,6 +432,8 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float) -> None:
 def _communicate(proc: subprocess.Popen[bytes], timeout: float) -> _Ran:
     """Wait up to `timeout` for the child, reading bounded output; kill its tree on timeout or
     when stdout passes STDOUT_LIMIT. Never waits on a grandchild that keeps a pipe open."""
+    import subprocess
+
     stopped = threading.Event()
 
     def overflow() -> None:
@@ -459,6 +476,8 @@ def _communicate(proc: subprocess.Popen[bytes], timeout: float) -> _Ran:
 
 def _end_group(proc: subprocess.Popen[bytes]) -> None:
     """Kill a streamed program's process group; its output pipe is left to the thread reading it."""
+    import subprocess
+
     lifecycle.kill_tree(proc)
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=5)

@@ -1,31 +1,30 @@
 """What `envdoctor install` learns about this machine when an option does not say: the OS and
 machine, the target interpreter's Python, the NVIDIA driver and GPUs (the NVML probe), the index
 pip is configured with, the sources pip or uv will really use (the mirrors and sources probes'
-readings) and the torch already installed. Everything goes through the Host; nothing imports torch."""
+readings) and the torch already installed. Everything goes through the Host; nothing imports torch.
+
+The GPU probes (NVML, AMD/Intel) are imported only when this machine's GPUs are asked about: a
+described machine (--driver/--gpu given) never loads them, and one of another platform loads no
+probe and no interpreter machinery at all: each is imported where it runs (start-up, issue #9).
+"""
 
 from __future__ import annotations
 
 import re
 import threading
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from envdoctor.host.base import Host
 from envdoctor.install import sources as planner_sources
-from envdoctor.probes.base import ProbeContext
-from envdoctor.probes.gpu_vendors import GpuVendorFacts
-from envdoctor.probes.gpu_vendors import collect as collect_vendors
-from envdoctor.probes.mirrors import collect_conda, collect_pip, collect_uv
-from envdoctor.probes.nvml import NvmlFacts
-from envdoctor.probes.nvml import collect as collect_nvml
-from envdoctor.probes.sources import (
-    PYTORCH_WHEELS,
-    check_reach,
-    collect_sources,
-    default_index_url,
-)
-from envdoctor.target import PythonInfo, Target, TargetError, resolve_target
+from envdoctor.lazy_re import Lazy
 
-_TORCH_DIST = re.compile(r"^torch-(?P<version>[^-]+)\.dist-info$", re.IGNORECASE)
+if TYPE_CHECKING:
+    from envdoctor.host.base import Host
+    from envdoctor.probes.gpu_vendors import GpuVendorFacts
+    from envdoctor.probes.nvml import NvmlFacts
+    from envdoctor.target import PythonInfo, Target
+
+_TORCH_DIST = Lazy(r"^torch-(?P<version>[^-]+)\.dist-info$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -49,6 +48,8 @@ class Detected:
 
 
 def detect_python(host: Host, interpreter: str | None) -> tuple[Target | None, str | None]:
+    from envdoctor.target import TargetError, resolve_target
+
     try:
         return resolve_target(host, interpreter), None
     except TargetError as exc:
@@ -56,6 +57,9 @@ def detect_python(host: Host, interpreter: str | None) -> tuple[Target | None, s
 
 
 def detect_nvml(host: Host, target: Target) -> tuple[NvmlFacts | None, str | None]:
+    from envdoctor.probes.base import ProbeContext
+    from envdoctor.probes.nvml import collect as collect_nvml
+
     try:
         return collect_nvml(ProbeContext(host=host, target=target)), None
     except Exception as exc:  # e.g. NotApplicable on macOS; the plan then says "no driver found"
@@ -63,6 +67,9 @@ def detect_nvml(host: Host, target: Target) -> tuple[NvmlFacts | None, str | Non
 
 
 def detect_vendors(host: Host, target: Target) -> GpuVendorFacts | None:
+    from envdoctor.probes.base import ProbeContext
+    from envdoctor.probes.gpu_vendors import collect as collect_vendors
+
     try:
         return collect_vendors(ProbeContext(host=host, target=target))
     except Exception:  # NotApplicable off Linux; an unreadable sysfs is already facts
@@ -72,6 +79,8 @@ def detect_vendors(host: Host, target: Target) -> GpuVendorFacts | None:
 def configured_pip_index(host: Host, info: PythonInfo | None) -> PipIndex | None:
     """The index-url `pip install` would use here and where it is set (the mirrors probe's reading
     of pip's files and variables); None when pip uses its default."""
+    from envdoctor.probes.mirrors import collect_pip
+
     setting = collect_pip(host, host.platform().os, info).get("index-url")
     if setting is None:
         return None
@@ -99,6 +108,9 @@ def detect_sources(
     host: Host, info: PythonInfo | None, manager: str, offline: bool
 ) -> planner_sources.Sources:
     """The planner's Sources as `check` builds them, without the network (see `with_answers`)."""
+    from envdoctor.probes.mirrors import collect_conda, collect_pip, collect_uv
+    from envdoctor.probes.sources import collect_sources, default_index_url
+
     os_name = host.platform().os
     pip = collect_pip(host, os_name, info)
     uv = collect_uv(host, os_name)
@@ -111,6 +123,8 @@ def with_answers(
     host: Host, sources: planner_sources.Sources, extra: tuple[str, ...] = ()
 ) -> planner_sources.Sources:
     """`sources` with one bounded request to each index a plan may name (all at once, <= 2 s)."""
+    from envdoctor.probes.sources import PYTORCH_WHEELS, check_reach
+
     if sources.offline:
         return sources
     configured = [s.url for s in ((sources.index,) if sources.index else ()) + sources.extra]

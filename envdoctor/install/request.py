@@ -11,6 +11,7 @@ from envdoctor import knowledge
 from envdoctor.knowledge import Release, gpu_vendors, mirrors, parse_driver, parse_version
 from envdoctor.knowledge.archs import Capability
 from envdoctor.knowledge.gpus import GpuSpec, parse_gpu
+from envdoctor.lazy_re import Lazy
 
 OS_NAMES = {
     "linux": "linux",
@@ -23,10 +24,10 @@ OS_NAMES = {
     "darwin": "macos",
 }
 ARCH_NAMES = ("x86_64", "amd64", "aarch64", "arm64")
-_PYTHON_VERSION = re.compile(r"^3\.\d{1,2}(\.\d+)?$|^2\.\d+(\.\d+)?$")
-_CUDA_VERSION = re.compile(r"^(\d{1,2})\.(\d)(\.\d+)?$")
-_CU_VARIANT = re.compile(r"^cu\d{3,4}$")
-_ROCM_VARIANT = re.compile(r"^rocm\d+\.\d+(\.\d+)?$")
+_PYTHON_VERSION = Lazy(r"^3\.\d{1,2}(\.\d+)?$|^2\.\d+(\.\d+)?$")
+_CUDA_VERSION = Lazy(r"^(\d{1,2})\.(\d)(\.\d+)?$")
+_CU_VARIANT = Lazy(r"^cu\d{3,4}$")
+_ROCM_VARIANT = Lazy(r"^rocm\d+\.\d+(\.\d+)?$")
 
 
 class RequestError(Exception):
@@ -152,11 +153,11 @@ class VendorGpuOption:
         return self.label if self.label.lower() == read_as else f"{self.label} ({read_as})"
 
 
-_PCI_ID = re.compile(r"^(?:0x)?([0-9a-fA-F]{4}):(?:0x)?([0-9a-fA-F]{4})$")
+_PCI_ID = Lazy(r"^(?:0x)?([0-9a-fA-F]{4}):(?:0x)?([0-9a-fA-F]{4})$")
 _PCI_VENDORS = {"10de": "NVIDIA", "1002": "AMD", "1022": "AMD", "8086": "Intel"}
-_OTHER_VENDOR = re.compile(r"\b(amd|ati|radeon|instinct|intel|arc|iris|uhd|apple)\b", re.IGNORECASE)
-_NVIDIA_WORDS = re.compile(r"\b(nvidia|geforce|rtx|gtx|quadro|tesla|titan)\b", re.IGNORECASE)
-_AMD_WORDS = re.compile(r"\b(amd|ati|radeon|instinct)\b|\brx\s?\d{3,4}\b", re.IGNORECASE)
+_OTHER_VENDOR = Lazy(r"\b(amd|ati|radeon|instinct|intel|arc|iris|uhd|apple)\b", re.IGNORECASE)
+_NVIDIA_WORDS = Lazy(r"\b(nvidia|geforce|rtx|gtx|quadro|tesla|titan)\b", re.IGNORECASE)
+_AMD_WORDS = Lazy(r"\b(amd|ati|radeon|instinct)\b|\brx\s?\d{3,4}\b", re.IGNORECASE)
 
 
 def _vendor_name(value: str) -> VendorGpuOption | None:

@@ -30,7 +30,6 @@ from envdoctor.install.request import (
 from envdoctor.knowledge import mirrors
 from envdoctor.knowledge.archs import sm
 from envdoctor.knowledge.gpus import GpuSpec
-from envdoctor.probes.sources import offline_wanted
 
 _DEFAULT_MACHINE = {"linux": "x86_64", "windows": "x86_64", "macos": "arm64"}
 
@@ -113,14 +112,15 @@ def build(given: Given, host: Host) -> tuple[InstallTarget, tuple[Input, ...]]:
     same_machine = platform == knowledge.platform_key(local.os, local.machine)
     manager = given.manager or "pip"
     want_index = same_machine and manager == "pip" and mirror_given is None
+    want_sources = manager if same_machine or interpreter is not None else None
     detected = detect(
         host,
         interpreter=interpreter,
         want_python=python_version is None and (same_machine or interpreter is not None),
         want_gpu=same_machine and not driver and variant in (None, *_cuda_variants(variant)),
         want_index=want_index,
-        want_sources=manager if same_machine or interpreter is not None else None,
-        offline=offline_wanted(host, given.offline),
+        want_sources=want_sources,
+        offline=_offline(host, given.offline) if want_sources is not None else given.offline,
     )
     if interpreter is not None and detected.target is None:
         raise RequestError(f"--python {interpreter}: {detected.target_error}")
@@ -237,6 +237,13 @@ def _vendor_notes(given: tuple[VendorGpuOption, ...], nvidia_given: bool) -> tup
             for g in given
         )
     return tuple(g.note for g in given if g.note)
+
+
+def _offline(host: Host, asked: bool) -> bool:
+    # --offline or ENVDOCTOR_OFFLINE; read where sources are: a plan for another machine loads no probe.
+    from envdoctor.probes.sources import offline_wanted
+
+    return offline_wanted(host, asked)
 
 
 def _cuda_variants(variant: str | None) -> tuple[str, ...]:

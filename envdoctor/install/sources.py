@@ -8,35 +8,47 @@ answered. `from_facts` builds it from those facts, for `check`'s fixes and for `
 
 The helpers here answer the planner's questions about it: which local wheel is exactly the build it
 wants, which constraint rejects a release, whether an index answered, and the file name of a wheel
-for the offline route.
+for the offline route. The probes' types are imported only where facts become Sources (from_facts,
+answer_of): planning for a described machine loads no probe (start-up, issue #9).
 """
 
 from __future__ import annotations
 
 import enum
-import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
 from envdoctor import knowledge
 from envdoctor.knowledge import Release
-from envdoctor.probes.mirrors import CondaConfig, PipConfig, UvConfig, is_variable
-from envdoctor.probes.sources import (
-    UV_CONSTRAINT_SETTINGS,
-    ConstraintFile,
-    ListingKind,
-    ListingStatus,
-    ReachCheck,
-    ReachStatus,
-    SourcesFacts,
-)
+from envdoctor.lazy_re import Lazy
+
+if TYPE_CHECKING:
+    from packaging.specifiers import SpecifierSet
+
+    from envdoctor.probes.mirrors import CondaConfig, PipConfig, UvConfig
+    from envdoctor.probes.sources import ConstraintFile, ReachCheck, SourcesFacts
 
 TORCH_PACKAGES = ("torch", "torchvision", "torchaudio")
 PIP_CONSTRAINT = "pip's constraint"
+
+
+def canonicalize_name(name: str) -> str:
+    """A project's name as PEP 503 compares it (packaging.utils' rule: `re.sub(r"[-_.]+", "-",
+    name).lower()`); written out here because packaging.utils imports packaging.tags and logging,
+    and every plan asks this for its constraints (start-up, issue #9)."""
+    value = name.lower().replace("_", "-").replace(".", "-")
+    while "--" in value:
+        value = value.replace("--", "-")
+    return value
+
+
+def _specifier(text: str) -> SpecifierSet:
+    from packaging.specifiers import SpecifierSet  # only a configured constraint needs it
+
+    return SpecifierSet(text)
 
 
 class SourceKind(str, enum.Enum):
@@ -84,8 +96,10 @@ class Constraint:
     label: str = PIP_CONSTRAINT  # "uv's constraint", "uv's override"
 
     def allows(self, version: str) -> bool:
+        from packaging.specifiers import InvalidSpecifier  # only a configured constraint needs it
+
         try:
-            return SpecifierSet(self.specifier).contains(version, prereleases=True)
+            return _specifier(self.specifier).contains(version, prereleases=True)
         except InvalidSpecifier:
             return True  # pip itself would refuse the file; a rule says so, the planner does not guess
 
@@ -209,11 +223,11 @@ def _host(url: str) -> str:
 
 
 _PLATFORM_TAGS = {  # the platform part of a wheel tag, per knowledge platform key
-    "linux-x86_64": re.compile(r"^(many|musl)?linux(\d+|_\d+_\d+)?_x86_64$"),
-    "linux-aarch64": re.compile(r"^(many|musl)?linux(\d+|_\d+_\d+)?_aarch64$"),
-    "windows-x86_64": re.compile(r"^win_amd64$"),
-    "macos-arm64": re.compile(r"^macosx_\d+_\d+_(arm64|universal2)$"),
-    "macos-x86_64": re.compile(r"^macosx_\d+_\d+_(x86_64|intel|universal2?)$"),
+    "linux-x86_64": Lazy(r"^(many|musl)?linux(\d+|_\d+_\d+)?_x86_64$"),
+    "linux-aarch64": Lazy(r"^(many|musl)?linux(\d+|_\d+_\d+)?_aarch64$"),
+    "windows-x86_64": Lazy(r"^win_amd64$"),
+    "macos-arm64": Lazy(r"^macosx_\d+_\d+_(arm64|universal2)$"),
+    "macos-x86_64": Lazy(r"^macosx_\d+_\d+_(x86_64|intel|universal2?)$"),
 }
 
 
@@ -233,6 +247,9 @@ def fits(tag: str, platform: str, python: str | None) -> bool:
 
 
 def parse_wheel(filename: str, source: Source) -> LocalWheel | None:
+    # packaging.utils loads packaging.tags and logging: only a listing with wheels pays for them.
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
     try:
         name, version, _, tags = parse_wheel_filename(filename)
     except (InvalidWheelFilename, ValueError):
@@ -314,6 +331,9 @@ def wheel_filename(
 
 
 def _lift(path: str, line: int, origin: str) -> str:
+    from envdoctor.probes.mirrors import is_variable
+    from envdoctor.probes.sources import UV_CONSTRAINT_SETTINGS
+
     if is_variable(origin):
         return f"unset ${origin}, or remove line {line} of {path}"
     if origin in UV_CONSTRAINT_SETTINGS:
@@ -375,6 +395,8 @@ def _uv_sources(uv: UvConfig) -> tuple[Source | None, list[Source]]:
 
 
 def answer_of(check: ReachCheck) -> Answer:
+    from envdoctor.probes.sources import ReachStatus
+
     reach = {ReachStatus.REACHABLE: Reach.REACHABLE, ReachStatus.UNREACHABLE: Reach.UNREACHABLE}
     return Answer(check.url, reach.get(check.status, Reach.UNCHECKED), check.detail)
 
@@ -388,6 +410,8 @@ def from_facts(
     default_index: str | None = None,
 ) -> Sources:
     """The planner's Sources from the mirrors probe's configuration and the sources probe's look."""
+    from envdoctor.probes.sources import ListingKind, ListingStatus
+
     index: Source | None = None
     extra: list[Source] = []
     no_index = None

@@ -16,7 +16,7 @@ from packaging.version import Version
 from envdoctor.knowledge import Release, load_table
 from envdoctor.knowledge.provenance import Provenance, provenance
 from envdoctor.limits import small_int
-from envdoctor.model import TextEnum
+from envdoctor.shared_types import TextEnum
 
 Capability = tuple[int, int]
 

@@ -18,7 +18,7 @@ from envdoctor.knowledge import (
     variant_cuda,
 )
 from envdoctor.limits import small_int
-from envdoctor.model import TextEnum
+from envdoctor.shared_types import TextEnum
 
 
 class DriverKind(TextEnum):

@@ -10,9 +10,10 @@ from functools import cache
 
 from envdoctor.knowledge import load_table, parse_version
 from envdoctor.knowledge.provenance import Provenance, provenance
+from envdoctor.lazy_re import Lazy
 
-_GFX = re.compile(r"^gfx([0-9]{1,2})([0-9a-f])([0-9a-f])$")
-_OVERRIDE = re.compile(r"^\s*([0-9]{1,2})\.([0-9]{1,2})\.([0-9]{1,2})\s*$")
+_GFX = Lazy(r"^gfx([0-9]{1,2})([0-9a-f])([0-9a-f])$")
+_OVERRIDE = Lazy(r"^\s*([0-9]{1,2})\.([0-9]{1,2})\.([0-9]{1,2})\s*$")
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 from envdoctor.knowledge import load_table
 from envdoctor.knowledge.provenance import references
-from envdoctor.model import TextEnum
+from envdoctor.shared_types import TextEnum
 
 OFFICIAL_WHEEL_BASE = "https://download.pytorch.org/whl"
 
@@ -121,12 +121,43 @@ def is_official_pytorch_index(url: str) -> bool:
 
 def pypi_default_url() -> str | None:
     """PyPI's simple index URL, read from pip's installed metadata (never written out here)."""
+    return _pypi_simple_url()
+
+
+@cache
+def _pypi_simple_url() -> str | None:
+    # pip's models/index.py is loaded on its own first: importing it as pip._internal.models.index
+    # runs pip._internal's set-up (logging and more), about 40 ms of `install`'s start-up for one
+    # URL (issue #9). It needs only urllib.parse. Any surprise there: the ordinary import.
+    url = _read_pip_index_module()
+    if url is not None:
+        return url
     try:
         from pip._internal.models.index import PyPI
 
         return str(PyPI.simple_url)
     except Exception:  # pip missing or its internals moved: the caller says "PyPI's default index"
         return None
+
+
+def _read_pip_index_module() -> str | None:
+    import importlib.util
+    import os
+
+    try:
+        pip = importlib.util.find_spec("pip")
+        if pip is None or pip.origin is None:
+            return None
+        path = os.path.join(os.path.dirname(pip.origin), "_internal", "models", "index.py")
+        spec = importlib.util.spec_from_file_location("_envdoctor_pip_index", path)
+        if spec is None or spec.loader is None:
+            return None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)  # not put in sys.modules: pip's own import stays pip's
+        url = module.PyPI.simple_url
+    except Exception:  # no such file, another layout, a syntax pip's Python needs: the import path
+        return None
+    return url if isinstance(url, str) and url.startswith("https://") else None
 
 
 def conda_channel_last_torch(channel: str) -> str | None:

@@ -16,7 +16,6 @@ import contextlib
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -234,6 +233,8 @@ def driver(cuda: str) -> AssumedDriver | None:
 def write(data: Mapping[str, Any], path: str) -> None:
     """Write the overlay atomically: a temporary file in the same folder, then os.replace, so a
     reader never sees half a file and an interrupted update leaves the old one in place."""
+    import tempfile  # only `envdoctor update` writes; every query reads
+
     folder = os.path.dirname(path) or "."
     os.makedirs(folder, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=".releases-overlay-", suffix=".tmp", dir=folder)

@@ -8,13 +8,14 @@ in plain words, never a marker.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from envdoctor.lazy_re import Lazy
+
 # A URL, or a file in a public repository at a commit: owner/repo@<hex>:path.
-PUBLIC_REFERENCE = re.compile(r"^(?:https?://\S+|[A-Za-z0-9][\w.-]*/[\w.-]+@[0-9a-f]{7,40}:\S+)$")
+PUBLIC_REFERENCE = Lazy(r"^(?:https?://\S+|[A-Za-z0-9][\w.-]*/[\w.-]+@[0-9a-f]{7,40}:\S+)$")
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,10 @@ YAML is read by ruamel.yaml, the library conda itself uses, imported only when a
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
+
+from envdoctor.lazy_re import Lazy
 
 
 class ConfigSyntaxError(Exception):
@@ -39,8 +40,8 @@ class IniOption:
     line: int | None
 
 
-_INI_HEADER = re.compile(r"^\s*\[(?P<name>[^\]]+)\]")
-_INI_OPTION = re.compile(r"^(?P<key>[^\s=:#;][^=:]*?)\s*[=:]")
+_INI_HEADER = Lazy(r"^\s*\[(?P<name>[^\]]+)\]")
+_INI_OPTION = Lazy(r"^(?P<key>[^\s=:#;][^=:]*?)\s*[=:]")
 
 
 def _option_lines(text: str) -> dict[tuple[str, str], int]:
@@ -93,7 +94,7 @@ def parse_ini(text: str) -> tuple[IniOption, ...]:
 # ---------------------------------------------------------------------------------------------
 # TOML (uv.toml / pyproject.toml)
 
-_TOML_LINE = re.compile(r"line (\d+)")
+_TOML_LINE = Lazy(r"line (\d+)")
 
 
 def parse_toml(text: str) -> dict[str, Any]:
@@ -144,8 +145,8 @@ _PROBLEMS = (
     ("but found another document", "a second YAML document (---); conda reads only one"),
     ("found unknown escape character", "an unknown \\ escape in a double-quoted string"),
 )
-_DUPLICATE = re.compile(r'found duplicate key "([\w.-]{1,60})"')
-_QUOTED = re.compile(r"""(['"])(?!<)[^'"]{2,}\1""")
+_DUPLICATE = Lazy(r'found duplicate key "([\w.-]{1,60})"')
+_QUOTED = Lazy(r"""(['"])(?!<)[^'"]{2,}\1""")
 
 
 def _problem_words(problem: str | None) -> str:

@@ -15,8 +15,8 @@ from envdoctor.host.base import Host
 from envdoctor.host.ending import ChildEnding
 from envdoctor.knowledge import gpu_vendors as known
 from envdoctor.limits import small_int
-from envdoctor.model import TextEnum
 from envdoctor.probes.base import NotApplicable, ProbeContext, ProbeSpec
+from envdoctor.shared_types import TextEnum
 
 DRM = "/sys/class/drm"
 KFD_NODES = "/sys/class/kfd/kfd/topology/nodes"

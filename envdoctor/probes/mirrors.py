@@ -21,10 +21,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from envdoctor.host.base import Host
-from envdoctor.model import TextEnum
+from envdoctor.lazy_re import Lazy
 from envdoctor.probes.base import ProbeContext, ProbeSpec
 from envdoctor.probes.config_files import ConfigSyntaxError, parse_ini, parse_toml, parse_yaml
 from envdoctor.redact import MASK, is_secret_name
+from envdoctor.shared_types import TextEnum
 from envdoctor.target import PythonInfo
 
 
@@ -214,7 +215,7 @@ def _truthy(value: str | None) -> bool:
     return value is not None and value.strip().lower() not in ("", "0", "false", "no", "off")
 
 
-_QUOTED_VALUE = re.compile(r'"([^"\\\n]*)"|\'([^\'\n]*)\'')
+_QUOTED_VALUE = Lazy(r'"([^"\\\n]*)"|\'([^\'\n]*)\'')
 _SCANS = 64  # full scans per file for needles not found as a quoted value (keys, odd values)
 
 
@@ -263,7 +264,7 @@ def _line_of(text: str, needle: str) -> int | None:
 
 _PIP_ENV_IGNORED = {"version", "help", "config-file"}
 _PIP_SECTIONS = ("global", "install", ":env:")  # the order `pip install` applies them in
-_PIP_DIST = re.compile(r"^pip-(?P<version>[^-]+)\.dist-info$", re.IGNORECASE)
+_PIP_DIST = Lazy(r"^pip-(?P<version>[^-]+)\.dist-info$", re.IGNORECASE)
 
 
 def _pip_name(name: str) -> str:
@@ -777,7 +778,7 @@ def short_path(path: str, home: str | None) -> str:
     return path
 
 
-_VARIABLE = re.compile(r"[A-Z][A-Z0-9_]*")
+_VARIABLE = Lazy(r"[A-Z][A-Z0-9_]*")
 
 
 def is_variable(origin: str) -> bool:

@@ -15,8 +15,8 @@ from envdoctor.host.base import Host
 from envdoctor.host.ending import ChildEnding, EndingKind
 from envdoctor.knowledge import archs
 from envdoctor.limits import small_int
-from envdoctor.model import TextEnum
 from envdoctor.probes.base import NotApplicable, ProbeContext, ProbeSpec
+from envdoctor.shared_types import TextEnum
 
 NVIDIA_PCI_VENDOR = "0x10de"
 PCI_DEVICES = "/sys/bus/pci/devices"

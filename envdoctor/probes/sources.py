@@ -19,11 +19,11 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from html import unescape
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from envdoctor.host.base import Host
+from envdoctor.lazy_re import Lazy
 from envdoctor.probes.base import ProbeContext, ProbeSpec
 from envdoctor.probes.config_files import ConfigSyntaxError, parse_toml
 from envdoctor.probes.mirrors import (
@@ -41,9 +41,9 @@ REACH_SECONDS = 2.0
 PROJECTS = ("torch", "torchvision", "torchaudio")
 PYTORCH_WHEELS = "https://download.pytorch.org/whl/"
 _MAX_REACH = 6  # remote indexes asked at most; PyTorch's comes first
-_WHEEL = re.compile(r"^(torch|torchvision|torchaudio)-[^/]*\.whl$", re.IGNORECASE)
-_HREF = re.compile(r"""href\s*=\s*["']([^"']+)["']""", re.IGNORECASE)
-_REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*([<>=!~][^;#]*)?")
+_WHEEL = Lazy(r"^(torch|torchvision|torchaudio)-[^/]*\.whl$", re.IGNORECASE)
+_HREF = Lazy(r"""href\s*=\s*["']([^"']+)["']""", re.IGNORECASE)
+_REQUIREMENT = Lazy(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*([<>=!~][^;#]*)?")
 
 
 class ListingKind(str, enum.Enum):
@@ -144,6 +144,8 @@ def local_path(url: str, os_name: str, cwd: str) -> str | None:
 
 
 def _names_in_page(text: str) -> tuple[str, ...]:
+    from html import unescape  # html compiles a pattern at import: only an index page needs it
+
     found = []
     for href in _HREF.findall(text):
         name = unquote(unescape(href).split("#", 1)[0].split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1])
