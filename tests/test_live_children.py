@@ -141,6 +141,58 @@ def test_an_early_child_with_other_arguments_is_not_adopted_and_is_killed(tmp_pa
     assert proc.wait(timeout=10) is not None and not live._EARLY
 
 
+@posix_only
+def test_an_early_child_is_adopted_when_a_late_probe_asks_a_shorter_budget(tmp_path: Path) -> None:
+    """A slow start-up leaves the probe less than the early start gave: the probe asks --budget 55.9
+    where the early child got 58.0, both ending at the run's deadline. Adopting it saves a second
+    torch import; it must still end before this call's own limit."""
+    from envdoctor.host import live
+
+    runs = tmp_path / "runs"
+    python = _fake_python(
+        tmp_path, f'echo "$3 $4" >> "{runs}"; echo \'{{"record": "torch", "installed": false}}\''
+    )
+    live.start_early(python, "torch_probe.py", ("--budget", "58.0"))
+    time.sleep(0.2)  # the probe asks later, for what is left
+    outcome = LiveHost().python_json(python, "torch_probe.py", ("--budget", "57.8"), 57.8)
+    assert outcome.records == ({"record": "torch", "installed": False},)
+    assert len(runs.read_text().splitlines()) == 1 and "--budget 58.0" in runs.read_text()
+    assert not live._EARLY
+
+
+@posix_only
+def test_an_early_child_whose_budget_outlasts_the_probes_limit_is_not_adopted(tmp_path: Path) -> None:
+    from envdoctor.host import live
+
+    runs = tmp_path / "runs"
+    python = _fake_python(tmp_path, f'echo "$3 $4" >> "{runs}"; echo \'{{"record": "torch"}}\'')
+    live.start_early(python, "torch_probe.py", ("--budget", "58.0"))
+    outcome = LiveHost().python_json(python, "torch_probe.py", ("--budget", "5.0"), 5.0)
+    assert outcome.records == ({"record": "torch"},)
+    assert live._EARLY  # still waiting to be adopted or killed at exit; this call started its own
+    live.discard_early()
+    deadline = time.monotonic() + 10
+    while len(runs.read_text().splitlines()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sorted(runs.read_text().splitlines()) == ["--budget 5.0", "--budget 58.0"]
+
+
+def test_the_hosts_idea_of_the_torch_childs_exit_margin_is_the_childs() -> None:
+    import ast
+
+    from envdoctor.host import live
+
+    source = (Path(live.CHILD_DIR) / "torch_probe.py").read_text(encoding="utf-8")
+    margins = [
+        node.value.value
+        for node in ast.parse(source).body
+        if isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == "EXIT_MARGIN" for t in node.targets)
+        and isinstance(node.value, ast.Constant)
+    ]
+    assert margins == [live._REPORTED_BEFORE_BUDGET_ENDS]
+
+
 def test_the_running_interpreter_says_what_its_python_info_child_would() -> None:
     """LiveHost answers python_info.py for its own interpreter in-process (no child start-up); the
     answer must be the child's, record for record."""

@@ -181,17 +181,21 @@ class LiveHost:
     def python_json(self, interpreter: str, script: str, args: Sequence[str], timeout: float) -> ChildOutcome:
         if script == "python_info.py" and not args and _is_this_process(interpreter, self._env):
             return _python_info_here()
-        early = _EARLY.pop((interpreter, script, tuple(args)), None) if self._env == os.environ else None
+        now = time.perf_counter()
+        ours = self._env == os.environ  # an early child has this process's environment
+        early = _take_early(interpreter, script, tuple(args), now + timeout) if ours else None
         if early is not None:
-            proc, started = early
+            proc, started, own_clock = early
         else:
-            started = time.perf_counter()
+            started, own_clock = now, True
             try:
                 proc = _start(_child_argv(interpreter, script, args), _child_env(self._env))
             except OSError as exc:
                 return ChildOutcome(records=(), returncode=None, start_error=_describe_start_error(exc))
-        # A child started early counts its timeout from its own start.
-        timeout = max(0.0, started + timeout - time.perf_counter())
+        # A child started early with these very arguments counts its timeout from its own start; one
+        # adopted for a shorter budget (see _take_early) has until this call's own limit.
+        end = started + timeout if own_clock else now + timeout
+        timeout = max(0.0, end - time.perf_counter())
         ran = _communicate(proc, timeout)
         timed_out = ran.timed_out
         code = proc.returncode
@@ -313,6 +317,48 @@ def start_early(interpreter: str, script: str, args: Sequence[str]) -> None:
     if not _EARLY:
         atexit.register(discard_early)
     _EARLY[key] = (proc, time.perf_counter())
+
+
+# A child script's own time budget, in seconds from its start (torch_probe.py), and how long before
+# its end the child has reported (torch_probe.py's EXIT_MARGIN; tests hold the two equal).
+_BUDGET = "--budget"
+_REPORTED_BEFORE_BUDGET_ENDS = 1.0
+
+
+def _take_early(
+    interpreter: str, script: str, args: tuple[str, ...], stop_by: float
+) -> tuple[subprocess.Popen[bytes], float, bool] | None:
+    """The early child for this call: one with exactly these arguments (its timeout counts from its
+    own start), else one that differs only in a `--budget` by whose end, less the child's own margin,
+    this call's `stop_by` is not yet reached. The second case is a check whose start-up ate into its
+    deadline: the probe then asks for a shorter budget than the early start gave (both end at the
+    run's deadline), and starting torch a second time would cost more than it saves."""
+    exact = _EARLY.pop((interpreter, script, args), None)
+    if exact is not None:
+        return exact[0], exact[1], True
+    for key, (proc, started) in _EARLY.items():
+        own_budget = _budget_of(key[2])
+        if key[:2] != (interpreter, script) or own_budget is None or _budget_of(args) is None:
+            continue
+        reported_by = started + own_budget - _REPORTED_BEFORE_BUDGET_ENDS
+        if _without_budget(key[2]) == _without_budget(args) and reported_by <= stop_by:
+            del _EARLY[key]
+            return proc, started, False
+    return None
+
+
+def _budget_of(args: tuple[str, ...]) -> float | None:
+    if _BUDGET not in args[:-1]:
+        return None
+    try:
+        return float(args[args.index(_BUDGET) + 1])
+    except ValueError:
+        return None
+
+
+def _without_budget(args: tuple[str, ...]) -> tuple[str, ...]:
+    at = args.index(_BUDGET)
+    return args[:at] + args[at + 2 :]
 
 
 def discard_early() -> None:
