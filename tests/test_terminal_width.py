@@ -249,3 +249,13 @@ def test_an_area_that_does_not_apply_is_not_marked_as_passed() -> None:
     for area in skipped:
         assert f"[-] {area.title} — not applicable" in text
         assert f"[✓] {area.title} — " not in text
+
+
+def test_a_narrow_help_page_does_not_stick_to_the_next_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The click command is built once per process (cli._command): the plain layout chosen for a
+    narrow terminal must not stay for a wide one asked next in the same process."""
+    wide_first = _help_at("install", 120, monkeypatch)
+    narrow = _help_at("install", 50, monkeypatch)
+    wide_again = _help_at("install", 120, monkeypatch)
+    assert "╭" in wide_first[1] and "╭" not in narrow[1]
+    assert wide_again == wide_first
