@@ -12,6 +12,8 @@ to give up on it at once (no retries).
 
 from __future__ import annotations
 
+import importlib.metadata
+import importlib.util
 import json
 import os
 import shutil
@@ -29,10 +31,15 @@ import pytest
 from tests.early import Job
 from tests.test_companion_child import EXTENSION_HEALTHY, HEALTHY, OPS, _record_line
 
-torch = pytest.importorskip("torch")
+# Where torch is and which version, without importing it (seconds of CPU in every pytest-xdist
+# worker at collection): the tests give its folder to fresh venvs and pin its version.
+_TORCH_SPEC = importlib.util.find_spec("torch")
+if _TORCH_SPEC is None or _TORCH_SPEC.origin is None:
+    pytest.skip("could not import 'torch'", allow_module_level=True)
+TORCH_INIT = Path(_TORCH_SPEC.origin)
 
 SLOW = os.environ.get("ENVDOCTOR_SLOW_TESTS") == "1"
-TORCH = torch.__version__  # 2.13.0+cpu on this machine
+TORCH = importlib.metadata.version("torch")  # 2.13.0+cpu on this machine, as torch.__version__ says
 
 
 def stand_in(folder: Path, version: str, torch_pin: str) -> Path:
@@ -69,7 +76,7 @@ def fresh_venv(tmp_path: Path, see_this_torch: bool) -> Path:
     python = home / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python")
     if see_this_torch:
         purelib = run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout
-        outer = Path(torch.__file__).resolve().parent.parent
+        outer = TORCH_INIT.resolve().parent.parent
         (Path(purelib.strip()) / "outer-environment.pth").write_text(f"{outer}\n", encoding="utf-8")
     return python
 
