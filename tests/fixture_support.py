@@ -70,10 +70,22 @@ def stable_json(report: Report) -> str:
     return _dump(report_to_data(report))
 
 
+# Console text already rendered, by (id(report), verbose); the report is kept beside its text so
+# that a later report given the same id() cannot be answered another one's text. Reports are
+# immutable and rendering at a fixed width is pure, and the fixture tests render the same report
+# several times (its golden files, its rule goldens, the reassembled report, verbose checks).
+_CONSOLE_TEXT: dict[tuple[int, bool], tuple[Report, str]] = {}
+
+
 def console_text(report: Report, verbose: bool = False) -> str:
+    known = _CONSOLE_TEXT.get((id(report), verbose))
+    if known is not None and known[0] is report:
+        return known[1]
     buffer = io.StringIO()
     render_console(report, make_console(buffer, width=100, no_color=True, plain=True), verbose)
-    return buffer.getvalue()
+    text = buffer.getvalue()
+    _CONSOLE_TEXT[(id(report), verbose)] = (report, text)
+    return text
 
 
 # -- goldens ------------------------------------------------------------------------------------
@@ -169,6 +181,13 @@ def rule_goldens(names: Sequence[str] | None = None) -> dict[Path, str]:
         RULE_GOLDEN / f"{code}.json": _dump(found, ascii_only=False)
         for code, found in sorted(by_code.items())
     }
+
+
+@functools.cache
+def all_rule_goldens() -> dict[Path, str]:
+    """rule_goldens() over every fixture, made once per run and only when a test first asks (not at
+    collection: each pytest-xdist worker collects every test module)."""
+    return rule_goldens()
 
 
 def reassemble(name: str) -> tuple[str, str | None]:

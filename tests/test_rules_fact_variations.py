@@ -5,6 +5,7 @@ Windows. No combination may make a rule crash ("could not evaluate") or print "N
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import re
 from collections.abc import Callable
@@ -71,6 +72,8 @@ NVML: dict[str, NvmlFacts | None] = {
 }
 
 
+# Facts are frozen: loaded once, not once per variation (6,144 loads were half this file's CPU).
+@functools.cache
 def _toolkits(os_name: str) -> dict[str, ToolkitFacts]:
     """Present: a scenario machine's real toolkit facts for that OS; absent: nothing on PATH."""
     from tests.scenario_fixtures import SCENARIOS
