@@ -103,7 +103,7 @@ def _turn(folder: Path, exclusive: bool) -> Iterator[None]:
     except ImportError:  # Windows: no flock; the bounds have their own slack
         yield
         return
-    with open(folder / "gate.lock", "a+b") as gate, open(folder / "run.lock", "a+b") as run:
+    with open(folder / "gate.lock", "a+b") as gate, open(folder / early.RUN_LOCK, "a+b") as run:
         if exclusive:
             fcntl.flock(gate, fcntl.LOCK_EX)
             fcntl.flock(run, fcntl.LOCK_EX)
@@ -125,6 +125,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     waiting = [item for item in items if item.get_closest_marker("early") is not None]
     for item in waiting:
+        # Background runs wait while an exclusive test runs (early.beside_the_tests): an exclusive
+        # test waiting for one would wait for ever.
+        assert item.get_closest_marker("exclusive") is None, f"{item.nodeid}: exclusive and early"
         for marker in item.iter_markers("early"):
             for job in marker.args:
                 assert isinstance(job, Job), f"{item.nodeid}: @pytest.mark.early takes Job objects"
