@@ -55,7 +55,7 @@ def list_rules(fmt: str, environ: Mapping[str, str] = os.environ) -> str:
 
 def install(options: Mapping[str, Any], fmt: str) -> tuple[str, int]:
     """The plan's text and exit code: 0 a command was found, 1 no build fits."""
-    from envdoctor.host.live import LiveHost, start_early
+    from envdoctor.host.live import LiveHost, discard_early, start_early
 
     if _asks_this_machines_gpus(options):
         # The NVML query is a child process (a Python start and pynvml, ~0.1 s): started now, it
@@ -81,6 +81,10 @@ def install(options: Mapping[str, Any], fmt: str) -> tuple[str, int]:
         session = run(given, LiveHost())
     except RequestError as exc:
         raise CommandError(str(exc)) from None
+    finally:
+        # A request refused before the probe ran leaves the early child unadopted: a later install
+        # in this process (a program, a test) must start its own, not take this one's stale clock.
+        discard_early()
     render = render_json if fmt == "json" else render_text
     return render(session.plan, session.inputs, session.target.os), 0 if session.plan.possible else 1
 

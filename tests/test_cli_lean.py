@@ -349,3 +349,15 @@ def test_this_machines_nvml_query_starts_before_the_planner_loads(monkeypatch: p
     started.clear()
     assert answer(["install", *DESCRIBED, "--offline"]) is not None
     assert "nvml_probe.py" not in early + started
+
+
+def test_a_refused_install_leaves_no_early_nvml_child() -> None:
+    """The NVML child starts before the request is checked; a refused request must not leave it for
+    the next install in this process to adopt with a stale clock (or for nobody until exit)."""
+    if sys.platform == "darwin":
+        pytest.skip("macOS has no NVIDIA driver: no NVML child")
+    from envdoctor.host import live
+
+    answered = answer(["install", "--torch", "0.1", "--offline"])
+    assert answered is not None and answered[2] == 2, answered
+    assert not live._EARLY

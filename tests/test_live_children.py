@@ -177,6 +177,21 @@ def test_an_early_child_whose_budget_outlasts_the_probes_limit_is_not_adopted(tm
     assert sorted(runs.read_text().splitlines()) == ["--budget 5.0", "--budget 58.0"]
 
 
+@posix_only
+def test_an_early_child_that_would_keep_too_little_time_to_exit_is_not_adopted(tmp_path: Path) -> None:
+    """Adopted, a child must report by this call's limit with half a second to spare for its exit:
+    --budget 58.0 reports by 57.0 s after its start; a call at once with 57.4 s leaves it 0.4 s."""
+    from envdoctor.host import live
+
+    python = _fake_python(tmp_path, 'echo \'{"record": "torch"}\'')
+    live.start_early(python, "torch_probe.py", ("--budget", "58.0"))
+    try:
+        LiveHost().python_json(python, "torch_probe.py", ("--budget", "57.4"), 57.4)
+        assert live._EARLY  # not adopted: this call started a child of its own
+    finally:
+        live.discard_early()
+
+
 def test_the_hosts_idea_of_the_torch_childs_exit_margin_is_the_childs() -> None:
     import ast
 

@@ -323,6 +323,9 @@ def start_early(interpreter: str, script: str, args: Sequence[str]) -> None:
 # its end the child has reported (torch_probe.py's EXIT_MARGIN; tests hold the two equal).
 _BUDGET = "--budget"
 _REPORTED_BEFORE_BUDGET_ENDS = 1.0
+# What an adopted child keeps of that margin at least, to exit once it has reported: it started a
+# moment after the run's clock, so its budget ends that moment later than a fresh child's would.
+_ADOPTION_ROOM = 0.5
 
 
 def _take_early(
@@ -336,13 +339,14 @@ def _take_early(
     exact = _EARLY.pop((interpreter, script, args), None)
     if exact is not None:
         return exact[0], exact[1], True
-    for key, (proc, started) in _EARLY.items():
+    for key, (proc, started) in list(_EARLY.items()):  # a signal's discard_early may empty it meanwhile
         own_budget = _budget_of(key[2])
         if key[:2] != (interpreter, script) or own_budget is None or _budget_of(args) is None:
             continue
         reported_by = started + own_budget - _REPORTED_BEFORE_BUDGET_ENDS
-        if _without_budget(key[2]) == _without_budget(args) and reported_by <= stop_by:
-            del _EARLY[key]
+        fits = reported_by + _ADOPTION_ROOM <= stop_by
+        same = _without_budget(key[2]) == _without_budget(args)
+        if same and fits and _EARLY.pop(key, None) is not None:
             return proc, started, False
     return None
 
