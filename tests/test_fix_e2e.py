@@ -41,6 +41,10 @@ from tests.test_companion_child import (
 pytestmark = pytest.mark.skipif(_TORCH is None, reason="needs torch")
 
 SLOW = os.environ.get("ENVDOCTOR_SLOW_TESTS") == "1"
+# Taken at import: REPAIR runs in the background (tests/early.py) while in-process tests change
+# os.environ (PATH, PYTHONPATH, HOME) and the working folder for a moment.
+_ENVIRON = dict(os.environ)
+_CWD = os.getcwd()
 TORCH = torch_version() if _TORCH is not None else ""  # 2.13.0+cpu on this machine
 
 
@@ -86,13 +90,16 @@ def fresh_venv(tmp_path: Path, see_this_torch: bool) -> Path:
 def run(
     argv: list[str], env: dict[str, str] | None = None, timeout: float = 900
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout, check=False)
+    env = dict(_ENVIRON) if env is None else env
+    return subprocess.run(
+        argv, capture_output=True, text=True, env=env, cwd=_CWD, timeout=timeout, check=False
+    )
 
 
 def pip_env(tmp_path: Path, links: Path | None, quick_give_up: bool = True) -> dict[str, str]:
-    env = dict(os.environ)
+    env = dict(_ENVIRON)
     if links is not None:  # the configured find-links, and the companion's folder
-        env["PIP_FIND_LINKS"] = " ".join(filter(None, [os.environ.get("PIP_FIND_LINKS", ""), str(links)]))
+        env["PIP_FIND_LINKS"] = " ".join(filter(None, [_ENVIRON.get("PIP_FIND_LINKS", ""), str(links)]))
     if quick_give_up:  # the unreachable host: fail at once, not after minutes of retries
         env["PIP_RETRIES"] = "0"
         env["PIP_DEFAULT_TIMEOUT"] = "3"
