@@ -204,6 +204,7 @@ PLANNER_MODULES = {
     "envdoctor.lazy_re",
     "envdoctor.lifecycle",
     "envdoctor.limits",
+    "envdoctor.pep503",
     "envdoctor.redact",
     "envdoctor.render",
     "envdoctor.render.install_report",

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
-from envdoctor.fix.state import EnvState, normalize
+from envdoctor.fix.state import EnvState
+from envdoctor.pep503 import normalize_name
 
 CHOSEN = "the version pip chooses"
 
@@ -99,7 +100,7 @@ def planned(state: EnvState, argvs: Sequence[Sequence[str]]) -> tuple[Change, ..
                 except InvalidRequirement:
                     continue  # a path or URL: its name is known only once pip reads it
                 name, version = requirement.name, _pinned(requirement)
-            key = normalize(name)
+            key = normalize_name(name)
             shown.setdefault(key, name)
             if key not in first:
                 first[key] = now.get(key)

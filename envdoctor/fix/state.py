@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from envdoctor.host.base import Host
+from envdoctor.pep503 import normalize_name
 
 STATE_SCHEMA = "envdoctor.fix-state/1"
 _FAMILY = frozenset({"torch", "torchvision", "torchaudio", "triton", "pytorch-triton", "pytorch-triton-rocm"})
@@ -26,14 +26,9 @@ class StateError(Exception):
     """The installed state could not be read or written; the message is one line for the user."""
 
 
-def normalize(name: str) -> str:
-    """PEP 503's normal form: Torch_Audio -> torch-audio."""
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def in_family(name: str) -> bool:
     """torch, its companions, triton and the nvidia-* CUDA wheels: what a torch fix moves."""
-    key = normalize(name)
+    key = normalize_name(name)
     return key in _FAMILY or key.startswith("nvidia-")
 
 
@@ -47,7 +42,7 @@ class Installed:
 
     @property
     def key(self) -> str:
-        return normalize(self.name)
+        return normalize_name(self.name)
 
     @property
     def origin(self) -> str:
@@ -63,7 +58,7 @@ class EnvState:
     dists: tuple[Installed, ...]
 
     def get(self, name: str) -> Installed | None:
-        key = normalize(name)
+        key = normalize_name(name)
         return next((d for d in self.dists if d.key == key), None)
 
     @property

@@ -24,6 +24,7 @@ from packaging.version import Version
 from envdoctor import knowledge
 from envdoctor.knowledge import Release
 from envdoctor.lazy_re import Lazy
+from envdoctor.pep503 import normalize_name
 
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
@@ -33,16 +34,6 @@ if TYPE_CHECKING:
 
 TORCH_PACKAGES = ("torch", "torchvision", "torchaudio")
 PIP_CONSTRAINT = "pip's constraint"
-
-
-def canonicalize_name(name: str) -> str:
-    """A project's name as PEP 503 compares it (packaging.utils' rule: `re.sub(r"[-_.]+", "-",
-    name).lower()`); written out here because packaging.utils imports packaging.tags and logging,
-    and every plan asks this for its constraints (start-up, issue #9)."""
-    value = name.lower().replace("_", "-").replace(".", "-")
-    while "--" in value:
-        value = value.replace("--", "-")
-    return value
 
 
 def _specifier(text: str) -> SpecifierSet:
@@ -310,7 +301,7 @@ def blocking(sources: Sources | None, project: str, version: str | None) -> Cons
     """The first configured constraint that rejects `project`==`version`."""
     if sources is None or version is None:
         return None
-    name = canonicalize_name(project)
+    name = normalize_name(project)
     return next((c for c in sources.constraints if c.project == name and not c.allows(version)), None)
 
 
@@ -348,7 +339,7 @@ def _uv_constraints(files: tuple[ConstraintFile, ...]) -> list[Constraint]:
         label = "uv's override" if override else "uv's constraint"
         found += [
             Constraint(
-                canonicalize_name(c.project),
+                normalize_name(c.project),
                 c.specifier,
                 file.path,
                 c.line,
@@ -439,7 +430,7 @@ def from_facts(
             for file in facts.constraints:
                 constraints += [
                     Constraint(
-                        canonicalize_name(c.project),
+                        normalize_name(c.project),
                         c.specifier,
                         file.path,
                         c.line,

@@ -19,6 +19,7 @@ from envdoctor.host.base import ChildOutcome
 from envdoctor.host.ending import ChildEnding
 from envdoctor.limits import small_int
 from envdoctor.model import TextEnum
+from envdoctor.pep503 import normalize_name
 from envdoctor.probes import torch_smoke as smoke_facts
 from envdoctor.probes.base import CheckOptions, ProbeContext, ProbeSpec
 from envdoctor.probes.torch_smoke import SmokeFacts
@@ -112,11 +113,6 @@ class ExtensionFacts:
     def distribution(self, name: str) -> Distribution | None:
         key = normalize_name(name)
         return next((d for d in self.distributions or () if normalize_name(d.name) == key), None)
-
-
-def normalize_name(name: str) -> str:
-    """PEP 503: "Torch_Vision" and "torch-vision" are the same distribution."""
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 class BridgeStatus(TextEnum):

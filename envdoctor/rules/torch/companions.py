@@ -28,13 +28,13 @@ from envdoctor.install import plan as install
 from envdoctor.install.commands import choose_index
 from envdoctor.knowledge import Release
 from envdoctor.model import Fix, FixKind, Severity
+from envdoctor.pep503 import normalize_name
 from envdoctor.probes.python_env import PythonFacts
 from envdoctor.probes.torch_build import (
     CompanionLoad,
     Distribution,
     LoadStatus,
     TorchFacts,
-    normalize_name,
 )
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.fixes import GET_STARTED, install_target
