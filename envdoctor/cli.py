@@ -458,7 +458,9 @@ def main() -> None:
 
             typer.echo(f"envdoctor: error: {one_line(exc.format_message())}{hint}", err=True)
             sys.exit(EXIT_USAGE)
-        raise
+        from envdoctor.lifecycle import internal_error
+
+        sys.exit(internal_error(exc))
     sys.exit(rc if isinstance(rc, int) else 0)
 
 

@@ -6,6 +6,7 @@ report. Slow probes (the torch child) start first so the rest hide behind them.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import traceback
@@ -25,6 +26,7 @@ from envdoctor.model import (
     Severity,
 )
 from envdoctor.probes import PROBES, NotApplicable, ProbeContext, ProbeSpec
+from envdoctor.util import threads
 
 if TYPE_CHECKING:
     # Rules load while the probes run (see run_probes' while_waiting), not before they start.
@@ -67,17 +69,14 @@ def run_probes(
     work the caller needs anyway (importing the renderer) then hides behind the torch import."""
     started = time.perf_counter()
     slots: dict[str, _Slot] = {}
-    threads: dict[str, threading.Thread] = {}
+    workers: dict[str, threading.Thread] = {}
     for probe in sorted(probes, key=lambda p: not p.slow):
         slot = slots[probe.name] = _Slot()
         # Daemon threads: a probe stuck in native code cannot keep envdoctor from exiting.
-        thread = threading.Thread(
-            target=_run_one, args=(probe, ctx, slot), name=f"probe-{probe.name}", daemon=True
-        )
-        thread.start()
-        threads[probe.name] = thread
+        thread = threads.start(functools.partial(_run_one, probe, ctx, slot), f"probe-{probe.name}")
+        workers[probe.name] = thread
     if watch is not None:  # progress on a terminal: which probes still run (envdoctor/progress.py)
-        watch({p.name: (p.title, threads[p.name]) for p in probes})
+        watch({p.name: (p.title, workers[p.name]) for p in probes})
     if while_waiting is not None:
         while_waiting()
     results = []
@@ -86,7 +85,7 @@ def run_probes(
         remaining = started + limit - time.perf_counter()
         if ctx.options.deadline is not None:  # the whole run's budget, counted from its start
             remaining = min(remaining, ctx.options.deadline - time.monotonic())
-        threads[probe.name].join(max(0.0, remaining))
+        workers[probe.name].join(max(0.0, remaining))
         result = slots[probe.name].result
         if result is None:
             result = ProbeResult(

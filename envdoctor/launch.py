@@ -52,6 +52,10 @@ def _quick(argv: list[str]) -> None:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
+    except Exception as exc:  # a bug in the quick path: one line, never a traceback
+        from envdoctor.lifecycle import internal_error
+
+        sys.exit(internal_error(exc))
     sys.exit(code)
 
 

@@ -261,6 +261,46 @@ def guard_stdout() -> None:
         sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
 
 
+EXIT_INTERNAL = 2  # the documented "envdoctor could not run as asked"
+TRACEBACK_VARIABLE = "ENVDOCTOR_TRACEBACK"  # set: an internal error shows where, credentials masked
+
+
+def internal_error(exc: BaseException) -> int:
+    """Say in one line on stderr that envdoctor failed where it should not have, credentials
+    masked, and give the exit code to end with. The traceback, masked too, only when asked for."""
+    import traceback
+
+    from envdoctor.redact import redact_text
+    from envdoctor.util.threads import describe
+
+    try:
+        if os.environ.get(TRACEBACK_VARIABLE):
+            text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+            sys.stderr.write(redact_text(text))
+        sys.stderr.write(
+            f"envdoctor: error: envdoctor failed unexpectedly: {describe(exc)}. This is a bug in envdoctor;"
+            f" {TRACEBACK_VARIABLE}=1 shows where (credentials masked).\n"
+        )
+        sys.stderr.flush()
+    except (OSError, ValueError):  # stderr closed: the exit code says it
+        pass
+    return EXIT_INTERNAL
+
+
+def _thread_last_resort(args: threading.ExceptHookArgs) -> None:
+    """threading.excepthook, for a thread started outside util.threads (a library's)."""
+    from envdoctor.util import threads
+
+    threads.excepthook(args)
+
+
+def _last_resort(kind: type[BaseException], exc: BaseException, tb: Any) -> None:
+    """sys.excepthook: whatever escaped the entry point's own handling."""
+    if isinstance(exc, KeyboardInterrupt):
+        return
+    internal_error(exc.with_traceback(tb))
+
+
 def install() -> None:
     """For the console entry point: children killed at exit and on SIGINT/SIGTERM/SIGHUP."""
     global _installed, _started
@@ -269,6 +309,11 @@ def install() -> None:
     _installed = True
     _started = time.monotonic()
     guard_stdout()
+    from envdoctor.redact import learn_environment
+
+    learn_environment(os.environ)  # its credentials are masked in any shape they later turn up in
+    threading.excepthook = _thread_last_resort  # a thread's exception: one line, never a traceback
+    sys.excepthook = _last_resort
     if threading.current_thread() is not threading.main_thread():
         return
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import TextIO
 
 from envdoctor.ci import is_ci
+from envdoctor.util import threads
 
 SLOW_SECONDS = 3.0  # a probe still running after this gets its own line
 _INTERVAL = 0.1
@@ -51,7 +52,7 @@ class Progress:
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._frames = _FRAMES if self._encodes(_FRAMES + "…") else _ASCII_FRAMES
-        self._thread = threading.Thread(target=self._run, name="progress", daemon=True)
+        self._thread = threads.create(self._run, "progress")
 
     def _encodes(self, text: str) -> bool:
         try:

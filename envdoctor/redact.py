@@ -159,7 +159,64 @@ def _mask_colon_secrets(text: str) -> str:
     return "".join(out)
 
 
+# Secret values seen at their source (the environment at start-up, each package-manager file as it
+# is read), masked wherever they appear later, in whatever shape: "nonnumeric port: 'tok3n@host'"
+# from a URL library has no "://" left for the patterns to find.
+_LEARNED: set[str] = set()
+_LEARNED_ORDER: list[str] = []  # longest first, so that a secret inside a longer one goes too
+_MIN_URL_SECRET = 4  # shorter passwords would mask ordinary words; the patterns still find them
+_MIN_NAMED_SECRET = 6  # a value of a secret-named setting: "true" or "1" is no secret
+
+
+def _learn_one(secret: str, shortest: int) -> None:
+    secret = secret.strip()
+    if len(secret) < shortest or secret in _LEARNED or MASK in secret:
+        return
+    _LEARNED.add(secret)
+    _LEARNED_ORDER[:] = sorted(_LEARNED, key=len, reverse=True)
+
+
+def learn(text: str) -> None:
+    """Remember the credentials `text` holds (URL passwords and tokens, conda's /t/ tokens, the
+    values of `password = ...`-style settings), to mask them literally from now on."""
+    if "://" in text:
+        for line in text.splitlines():
+            parts = line.split("://")
+            for part in parts[1:]:
+                end = min((i for i in (part.find("?"), part.find("#")) if i >= 0), default=len(part))
+                at = part.rfind("@", 0, end)
+                if at >= 0:
+                    user, colon, password = part[:at].partition(":")
+                    _learn_one(password if colon else user, _MIN_URL_SECRET)
+        if "/t/" in text:
+            for match in _CONDA_TOKEN.finditer(text):
+                _learn_one(match.group(2), _MIN_URL_SECRET)
+    for match in _QUERY_PARAM.finditer(text):
+        if _SECRET_PARAM_WORD.search(match.group(2)) or is_secret_name(match.group(2)):
+            _learn_one(match.group(3), _MIN_URL_SECRET)
+    for match in _ASSIGNMENT.finditer(text):
+        if is_secret_name(match.group(1).lstrip("-")):
+            _learn_one(match.group(3), _MIN_NAMED_SECRET)
+
+
+def learn_environment(environ: Mapping[str, str]) -> None:
+    """The credentials in every variable's value, and the values of secret-named variables."""
+    for name, value in environ.items():
+        learn(value)
+        if is_secret_name(name):
+            _learn_one(value, _MIN_NAMED_SECRET)
+
+
+def _mask_learned(text: str) -> str:
+    for secret in _LEARNED_ORDER:
+        if secret in text:
+            text = text.replace(secret, MASK)
+    return text
+
+
 def redact_text(text: str) -> str:
+    if _LEARNED_ORDER:
+        text = _mask_learned(text)
     text = _mask_userinfo(text, keep_user=True)
     text = _CONDA_TOKEN.sub(lambda m: f"{m.group(1)}{MASK}", text)
     text = _QUERY_PARAM.sub(_query, text)

@@ -14,6 +14,7 @@ from envdoctor.host.base import Host
 from envdoctor.host.ending import ChildEnding
 from envdoctor.serde import DataError, from_data
 from envdoctor.shared_types import Interpreter
+from envdoctor.util import threads
 
 _INFO_TIMEOUT = 20.0
 
@@ -59,8 +60,7 @@ class Target:
             except TargetError as exc:
                 self._error = exc
 
-        self._asking = threading.Thread(target=ask, name="python-info", daemon=True)
-        self._asking.start()
+        self._asking = threads.start(ask, "python-info")
 
     @property
     def info(self) -> PythonInfo:

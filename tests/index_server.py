@@ -132,12 +132,14 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:
         self.server.requests.append(self.path)  # type: ignore[attr-defined]
+        self.server.headers.append(self.headers.get("Authorization", ""))  # type: ignore[attr-defined]
 
 
 @dataclass
 class Served:
     url: str
     requests: list[str]
+    headers: list[str] = field(default_factory=list)  # the Authorization header of each request
 
 
 @contextmanager
@@ -149,10 +151,15 @@ def serve(root: Path) -> Iterator[Served]:
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)  # type: ignore[arg-type]
     server.requests = []  # type: ignore[attr-defined]
+    server.headers = []  # type: ignore[attr-defined]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield Served(f"http://127.0.0.1:{server.server_address[1]}", server.requests)  # type: ignore[attr-defined]
+        yield Served(
+            f"http://127.0.0.1:{server.server_address[1]}",
+            server.requests,  # type: ignore[attr-defined]
+            server.headers,  # type: ignore[attr-defined]
+        )
     finally:
         server.shutdown()
         server.server_close()

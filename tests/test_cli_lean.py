@@ -177,6 +177,8 @@ def test_quick_commands_load_no_cli_framework_and_no_gpu_library(argv: list[str]
 # these sets is a decision, not an accident.
 PLANNER_MODULES = {
     "envdoctor",
+    "envdoctor.util",
+    "envdoctor.util.threads",  # threads that never print a traceback (a few lines, stdlib only)
     "envdoctor.cli_lean",
     "envdoctor.errors",
     "envdoctor.host",

@@ -52,6 +52,7 @@ from envdoctor.fleet.report import FleetReport, build_report
 from envdoctor.model import Severity
 from envdoctor.probes import CheckOptions
 from envdoctor.settings import Settings
+from envdoctor.util import threads
 
 # Each phase ends at this fraction of --timeout after the rank started.
 CONNECT_BY = 0.30
@@ -198,7 +199,7 @@ class RankRun:
             )
             finish(EXIT_USAGE)
 
-        threading.Thread(target=guard, name="envdoctor-watchdog", daemon=True).start()
+        threads.start(guard, "envdoctor-watchdog")
 
     def _on_sigterm(self, signum: int, frame: object) -> None:
         if self.stopped or self.reported.is_set():
@@ -394,7 +395,7 @@ class RankRun:
             except Exception as exc:
                 box["error"] = _describe_error(exc)
 
-        worker = threading.Thread(target=work, name="envdoctor-collective", daemon=True)
+        worker = threads.create(work, "envdoctor-collective")
         began = time.monotonic()
         worker.start()
         while worker.is_alive() and time.monotonic() < self.deadline(COLLECTIVE_BY):

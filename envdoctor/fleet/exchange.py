@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from envdoctor.fleet.facts import Rendezvous
 from envdoctor.fleet.launcher import Launch
 from envdoctor.serde import DataError, from_data, to_data
+from envdoctor.util import threads
 
 T = TypeVar("T")
 HEARTBEAT_SECONDS = 0.2
@@ -131,7 +132,7 @@ class Heartbeat:
         self._exchange = exchange
         self._key = f"beat/{rank}"
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="envdoctor-heartbeat", daemon=True)
+        self._thread = threads.create(self._run, "envdoctor-heartbeat")
 
     def start(self) -> None:
         self._thread.start()

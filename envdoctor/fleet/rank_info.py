@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import socket
 import sys
-import threading
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -22,6 +21,7 @@ from envdoctor.probes import CheckOptions, ProbeContext
 from envdoctor.redact import redact_text
 from envdoctor.settings import Settings
 from envdoctor.snapshot import Snapshot
+from envdoctor.util import threads
 
 ENV_PREFIXES = ("NCCL_", "GLOO_", "TORCH_NCCL_", "TORCH_DISTRIBUTED_")
 INFINIBAND = "/sys/class/infiniband"
@@ -113,7 +113,7 @@ class NodeCheck:
         self._options = options
         self._snapshot: Snapshot | None = None
         self._error: str | None = None
-        self._thread = threading.Thread(target=self._run, name="envdoctor-node-check", daemon=True)
+        self._thread = threads.create(self._run, "envdoctor-node-check")
 
     def start(self) -> None:
         self._thread.start()

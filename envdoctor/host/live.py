@@ -32,6 +32,7 @@ from envdoctor.host.base import (
     not_a_regular_file,
 )
 from envdoctor.shared_types import PlatformInfo
+from envdoctor.util import threads
 
 if TYPE_CHECKING:
     import subprocess
@@ -162,8 +163,7 @@ class LiveHost:
                 tail.append(line)
                 on_line(line)
 
-        reader = threading.Thread(target=pump, name="stream-output", daemon=True)
-        reader.start()
+        reader = threads.start(pump, "stream-output")
         try:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -614,12 +614,22 @@ def _windows_file_version(path: str) -> str | None:
 
 
 def _url_status(url: str, timeout: float) -> UrlStatus:
-    """urllib, with the proxies the environment names (as pip uses them); the body is not read."""
+    """urllib, with the proxies the environment names (as pip uses them); the body is not read.
+
+    Asked without the URL's credentials: urllib cannot send them (it takes `user:token@host` for a
+    host and a port, and its error names the token), and a 401 or 403 proves the host answers."""
+    import http.client
     import ssl
     import urllib.error
     import urllib.request
 
-    request = urllib.request.Request(url, headers={"User-Agent": "envdoctor"})
+    from envdoctor.util.urls import host_problem, split_credentials
+
+    bare = split_credentials(url).url
+    problem = host_problem(bare)
+    if problem is not None:
+        return UrlStatus(None, problem)
+    request = urllib.request.Request(bare, headers={"User-Agent": "envdoctor"})
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return UrlStatus(int(response.status))
@@ -632,5 +642,7 @@ def _url_status(url: str, timeout: float) -> UrlStatus:
             exc.reason.strerror if isinstance(exc.reason, OSError) and exc.reason.strerror else exc.reason
         )
         return UrlStatus(None, str(reason))
+    except http.client.HTTPException as exc:  # a malformed answer: something is there
+        return UrlStatus(0, f"not an HTTP answer ({type(exc).__name__})")
     except (OSError, ValueError) as exc:  # timeouts, resets, a malformed URL
         return UrlStatus(None, str(exc) or type(exc).__name__)

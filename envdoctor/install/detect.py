@@ -11,12 +11,12 @@ probe and no interpreter machinery at all: each is imported where it runs (start
 from __future__ import annotations
 
 import re
-import threading
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from envdoctor.install import sources as planner_sources
 from envdoctor.lazy_re import Lazy
+from envdoctor.util import threads
 
 if TYPE_CHECKING:
     from envdoctor.host.base import Host
@@ -156,10 +156,9 @@ def detect(
     reader = None
     if want_sources is not None:
         manager = want_sources
-        reader = threading.Thread(
-            target=lambda: found.append(detect_sources(host, info, manager, offline)), daemon=True
+        reader = threads.start(
+            lambda: found.append(detect_sources(host, info, manager, offline)), "read-sources"
         )
-        reader.start()
     nvml = nvml_error = None
     if want_gpu and target is not None:
         nvml, nvml_error = detect_nvml(host, target)

@@ -24,7 +24,7 @@ from envdoctor.host.base import Host
 from envdoctor.lazy_re import Lazy
 from envdoctor.probes.base import ProbeContext, ProbeSpec
 from envdoctor.probes.config_files import ConfigSyntaxError, parse_ini, parse_toml, parse_yaml
-from envdoctor.redact import MASK, is_secret_name
+from envdoctor.redact import MASK, is_secret_name, learn
 from envdoctor.shared_types import TextEnum
 from envdoctor.target import PythonInfo
 
@@ -202,13 +202,15 @@ def _read(host: Host, path: str) -> tuple[str | None, ConfigStatus, str | None]:
     try:
         # strict: pip ("contains invalid ... characters"), uv and conda all refuse such a file,
         # where a lenient read would show it as loaded with mangled values.
-        return host.read_text(path, max_bytes=CONFIG_MAX_BYTES, strict=True), LOADED, None
+        text = host.read_text(path, max_bytes=CONFIG_MAX_BYTES, strict=True)
     except OSError as exc:
         return None, UNREADABLE, exc.strerror or type(exc).__name__
     except UnicodeDecodeError as exc:
         return None, MALFORMED, f"contains bytes that are not valid UTF-8 (at byte {exc.start})"
     except UnicodeError as exc:
         return None, MALFORMED, f"not valid text ({exc})"
+    learn(text)  # its credentials are masked wherever they turn up later, in any shape
+    return text, LOADED, None
 
 
 def _truthy(value: str | None) -> bool:

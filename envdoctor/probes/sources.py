@@ -12,10 +12,10 @@ nothing of the network.
 from __future__ import annotations
 
 import enum
+import functools
 import ntpath
 import posixpath
 import re
-import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -35,7 +35,9 @@ from envdoctor.probes.mirrors import (
     is_variable,
     short_path,
 )
+from envdoctor.redact import learn
 from envdoctor.target import PythonInfo
+from envdoctor.util import threads
 
 REACH_SECONDS = 2.0
 PROJECTS = ("torch", "torchvision", "torchaudio")
@@ -270,6 +272,7 @@ def _constraint_file(host: Host, path: str, origin: str) -> ConstraintFile:
         text = host.read_text(path)
     except (OSError, UnicodeError) as exc:
         return ConstraintFile(path, origin, ListingStatus.UNREADABLE, error=str(exc))
+    learn(text)  # a requirements-style file may name an index with its credentials
     return ConstraintFile(path, origin, ListingStatus.LISTED, _constraint_lines(text))
 
 
@@ -383,14 +386,17 @@ def check_reach(host: Host, urls: Sequence[str], seconds: float = REACH_SECONDS)
                 url, ReachStatus.UNREACHABLE, answer.error or "no answer", round(took, 3)
             )
 
+    def failed(url: str, exc: BaseException) -> None:  # a bug while asking: unknown, said so
+        why = f"envdoctor could not ask: {threads.describe(exc)}"
+        results[url] = ReachCheck(url, ReachStatus.UNREACHABLE, why)
+
     started = time.perf_counter()
-    threads = []
-    for url in urls:
+    workers = [
         # Daemon threads: a lookup stuck in the resolver cannot keep envdoctor from exiting.
-        thread = threading.Thread(target=ask, args=(url,), name="reach", daemon=True)
-        thread.start()
-        threads.append(thread)
-    for thread in threads:
+        threads.start(functools.partial(ask, url), "reach", on_error=functools.partial(failed, url))
+        for url in urls
+    ]
+    for thread in workers:
         thread.join(max(0.0, started + seconds - time.perf_counter()))
     late = f"no answer within {seconds:g} s"
     return tuple(results.get(u) or ReachCheck(u, ReachStatus.UNREACHABLE, late, seconds) for u in urls)

@@ -20,6 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from envdoctor import __version__
+from envdoctor.util import threads
+from envdoctor.util.urls import host_problem, split_credentials
 
 REQUEST_TIMEOUT = 5.0
 WORKERS = 8
@@ -90,10 +92,18 @@ def fetch(request: Request, timeout: float = REQUEST_TIMEOUT) -> Response:
         return _read_file_url(request)
     ends = time.monotonic() + timeout
     headers = {"Accept": request.accept, "User-Agent": f"envdoctor/{__version__} (update)"}
+    # urllib cannot take credentials in a URL (and would name them in its error): they go as the
+    # Authorization header pip sends, which urllib does not repeat to a redirect's target.
+    split = split_credentials(request.url)
+    problem = host_problem(split.url)
+    if problem is not None:
+        return Response(request.url, error=problem)
+    outgoing = urllib.request.Request(split.url, headers=headers)
+    authorization = split.authorization()
+    if authorization is not None:
+        outgoing.add_unredirected_header("Authorization", authorization)
     try:
-        with urllib.request.urlopen(
-            urllib.request.Request(request.url, headers=headers), timeout=timeout
-        ) as answer:
+        with urllib.request.urlopen(outgoing, timeout=timeout) as answer:
             chunks: list[bytes] = []
             size = 0
             while True:
@@ -107,9 +117,11 @@ def fetch(request: Request, timeout: float = REQUEST_TIMEOUT) -> Response:
                     return Response(request.url, error=f"larger than {request.limit // 2**20} MiB")
                 chunks.append(chunk)
             kind = answer.headers.get("Content-Type", "")
-            return Response(
-                request.url, answer.status, b"".join(chunks), kind, base=answer.geturl() or request.url
-            )
+            # Relative links resolve against where the body came from: the URL asked, unless a
+            # redirect moved it (the credentials stay with the URL as configured, never sent).
+            moved = answer.geturl()
+            base = request.url if not moved or moved == split.url else moved
+            return Response(request.url, answer.status, b"".join(chunks), kind, base=base)
     except urllib.error.HTTPError as exc:
         return Response(request.url, status=exc.code, error=f"HTTP {exc.code}")
     except (urllib.error.URLError, OSError, ValueError) as exc:
@@ -143,13 +155,16 @@ def fetch_all(
             if left <= 0:
                 answer = Response(request.url, error="not asked: the time limit was reached")
             else:
-                answer = fetch(request, min(timeout, left))
+                try:
+                    answer = fetch(request, min(timeout, left))
+                except Exception as exc:  # a bug in one request: the others still answer
+                    answer = Response(request.url, error=f"envdoctor could not ask: {threads.describe(exc)}")
             with done:
                 answers[request.url] = answer
                 done.notify_all()
 
     for number in range(min(workers, len(wanted))):
-        threading.Thread(target=work, name=f"envdoctor-update-{number}", daemon=True).start()
+        threads.start(work, f"envdoctor-update-{number}")
     with done:
         while len(answers) < len(wanted):
             left = deadline - time.monotonic()
