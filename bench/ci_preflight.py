@@ -67,7 +67,7 @@ def main() -> None:
         ("report (live)", median_seconds(command([*ENVDOCTOR, "report"]), runs)),
     ]
     sys.path.insert(0, str(ROOT))
-    from envdoctor.cli_check import ReportFormat, render
+    from envdoctor.cli.options import ReportFormat, render
     from tests.fixture_support import fixture_names, fixture_report
 
     reports = [fixture_report(name) for name in fixture_names()]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from envdoctor.redact import has_secret, redact_private_text, redact_text
+from envdoctor.util.redact import has_secret, redact_private_text, redact_text
 
 
 def shapes(size: int) -> dict[str, str]:

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING
 from envdoctor.errors import EnvironmentNotReady
 
 if TYPE_CHECKING:
-    from envdoctor.model import Report
+    from envdoctor.model.findings import Report
 
-__version__ = "0.1.0"
+from envdoctor.version import __version__
+
 __all__ = ["EnvironmentNotReady", "__version__", "require"]
 
 

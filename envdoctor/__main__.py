@@ -1,3 +1,3 @@
-from envdoctor.launch import main
+from envdoctor.cli.launch import main
 
 main()

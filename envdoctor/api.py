@@ -7,7 +7,7 @@ from typing import Any
 from envdoctor.engine import judge, registry_names, run_probes, selected_probes
 from envdoctor.errors import EnvironmentNotReady
 from envdoctor.host.base import Host
-from envdoctor.model import Finding, Interpreter, Report, Severity
+from envdoctor.model.findings import Finding, Interpreter, Report, Severity
 from envdoctor.probes import CheckOptions, ProbeContext
 from envdoctor.settings import Settings, from_keywords
 from envdoctor.target import Target, TargetError, resolve_target

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from envdoctor.engine import diagnose
-from envdoctor.redact import redact_private
 from envdoctor.snapshot import Snapshot, dumps
+from envdoctor.util.redact import redact_private
 
 
 def homes(env: Mapping[str, str]) -> tuple[str, ...]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from envdoctor.host.base import Host, OwnEnvironment
-from envdoctor.shared_types import Interpreter, StaleVariable
+from envdoctor.model.types import Interpreter, StaleVariable
 
 ACTIVATION_VARIABLES = ("VIRTUAL_ENV", "CONDA_PREFIX")
 PROJECT_FOLDERS = (".venv", "venv")

@@ -14,8 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from envdoctor import __version__
-from envdoctor.model import (
+from envdoctor.model.findings import (
     AreaVerdict,
     Finding,
     Interpreter,
@@ -27,10 +26,11 @@ from envdoctor.model import (
 )
 from envdoctor.probes import PROBES, NotApplicable, ProbeContext, ProbeSpec
 from envdoctor.util import threads
+from envdoctor.version import __version__
 
 if TYPE_CHECKING:
     # Rules load while the probes run (see run_probes' while_waiting), not before they start.
-    from envdoctor.model import Expectations
+    from envdoctor.model.findings import Expectations
     from envdoctor.rules import Rule, RuleContext
     from envdoctor.settings import Names, Settings
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from envdoctor.model import Finding, Report
+    from envdoctor.model.findings import Finding, Report
 
 
 class EnvironmentNotReady(RuntimeError):

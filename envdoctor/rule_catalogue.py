@@ -19,8 +19,9 @@ import sys
 import zlib
 from collections.abc import Mapping, Sequence
 
-from envdoctor.textwidth import DEFAULT_WIDTH, hanging
-from envdoctor.textwidth import wrap as _wrap
+from envdoctor.paths import cache_dir
+from envdoctor.util.textwidth import DEFAULT_WIDTH, hanging
+from envdoctor.util.textwidth import wrap as _wrap
 
 # One rule as shown: code, name, severity, area, summary, then the four documentation paragraphs.
 FIELDS = ("code", "name", "severity", "area", "summary", "what", "why", "fix", "example", "folded_under")
@@ -62,20 +63,6 @@ def fingerprint(package: str = PACKAGE) -> str:
                 stat = os.stat(os.path.join(folder, name))
                 parts.append(f"{os.path.relpath(folder, package)}/{name} {stat.st_size} {stat.st_mtime_ns}")
     return "\n".join(parts)
-
-
-def cache_dir(environ: Mapping[str, str]) -> str | None:
-    """The user's cache folder for envdoctor; ENVDOCTOR_CACHE_DIR overrides it."""
-    if environ.get("ENVDOCTOR_CACHE_DIR"):
-        return environ["ENVDOCTOR_CACHE_DIR"]
-    if sys.platform == "win32":
-        base = environ.get("LOCALAPPDATA")
-        return os.path.join(base, "envdoctor", "Cache") if base else None
-    home = environ.get("HOME") or os.path.expanduser("~")
-    if sys.platform == "darwin":
-        return os.path.join(home, "Library", "Caches", "envdoctor")
-    base = environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
-    return os.path.join(base, "envdoctor")
 
 
 def _cache_file(folder: str, package: str) -> str:

@@ -21,8 +21,8 @@ from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from envdoctor.model import Expectations as Expectations  # re-exported: settings' own type
-from envdoctor.sizes import parse_size as parse_size
+from envdoctor.model.findings import Expectations as Expectations  # re-exported: settings' own type
+from envdoctor.util.sizes import parse_size as parse_size
 
 CONFIG_FILE = "envdoctor.toml"
 PYPROJECT = "pyproject.toml"
@@ -56,7 +56,7 @@ class ExpectationError(SettingsError):
         """One line. `where` is how the user wrote the key (--min-gpus); a "{}" in it is where the
         value goes (FILE min-gpus = {}), a "{!r}" the same in Python's spelling (require(min_gpus={!r}))."""
         if "{!r}" in where:  # Python's spelling, for the API
-            from envdoctor.redact import one_line
+            from envdoctor.util.redact import one_line
 
             head = where.replace("{!r}", one_line(repr(self.value)))
         elif "{}" in where:
@@ -104,7 +104,7 @@ class Settings:
 
 
 def _show(value: object) -> str:
-    from envdoctor.redact import one_line  # an error message never shows a credential
+    from envdoctor.util.redact import one_line  # an error message never shows a credential
 
     text = str(value)
     if len(text) > 80:  # 4,300 digits say nothing more than their count
@@ -372,7 +372,7 @@ def _own_table_text(text: str) -> str | None:
 
 
 def _read_config(path: Path, shown: str, required: bool) -> tuple[str, dict[str, object]] | None:
-    from envdoctor import limits
+    from envdoctor.util import limits
 
     tolerant = not required and path.name == PYPROJECT  # the project's file, not envdoctor's
     try:

@@ -17,7 +17,7 @@ import enum
 import shlex
 from collections.abc import Sequence
 
-from envdoctor.lazy_re import Lazy
+from envdoctor.util.lazy_re import Lazy
 
 _WINDOWS_SAFE = Lazy(r"^[A-Za-z0-9_\-+=.,:/\\]+$")
 

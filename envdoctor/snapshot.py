@@ -10,11 +10,12 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from envdoctor import __version__, limits
-from envdoctor.model import Interpreter, PlatformInfo, ProbeResult, ProbeStatus
+from envdoctor.model.findings import Interpreter, PlatformInfo, ProbeResult, ProbeStatus
 from envdoctor.probes import PROBES_BY_NAME
-from envdoctor.redact import redact
-from envdoctor.serde import DataError, from_data, to_data
+from envdoctor.util import limits
+from envdoctor.util.redact import redact
+from envdoctor.util.serde import DataError, from_data, to_data
+from envdoctor.version import __version__
 
 SCHEMA = "envdoctor.snapshot/1"
 

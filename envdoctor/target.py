@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 from envdoctor import choose
 from envdoctor.host.base import Host
-from envdoctor.host.ending import ChildEnding
-from envdoctor.serde import DataError, from_data
-from envdoctor.shared_types import Interpreter
+from envdoctor.host.ending import ending_of_outcome
+from envdoctor.model.types import Interpreter
 from envdoctor.util import threads
+from envdoctor.util.serde import DataError, from_data
 
 _INFO_TIMEOUT = 20.0
 
@@ -143,7 +143,7 @@ def read_python_info(host: Host, path: str, timeout: float = _INFO_TIMEOUT) -> P
         if outcome.start_error and outcome.start_error.startswith("printed more than"):
             why = outcome.start_error  # the live host stopped it: it never stops printing
         else:
-            why = ChildEnding.of_outcome(outcome, limit=timeout).describe()
+            why = ending_of_outcome(outcome, limit=timeout).describe()
         raise TargetError(f"{path} is not a runnable Python interpreter ({why})")
     try:
         info = from_data(PythonInfo, {k: v for k, v in records[-1].items() if k != "record"})

@@ -43,7 +43,7 @@ step() {  # step NAME ACCEPTED_CODES COMMAND... : run with a time limit, log cod
   echo "torch: $("$py" -c 'import torch; print(torch.__version__, torch.version.cuda)' 2>/dev/null)"
   echo "envdoctor: $("$py" -m envdoctor --version 2>&1 | tail -1)"
 } >>"$summary"
-if ! "$py" -c 'import envdoctor.cli, torch' 2>"$out/imports.stderr"; then
+if ! "$py" -c 'import envdoctor.cli.root, torch' 2>"$out/imports.stderr"; then
   echo "cannot run: $py lacks envdoctor's dependencies or torch (this script installs nothing)" >>"$summary"
   tail -3 "$out/imports.stderr" >>"$summary"
   cat "$summary"

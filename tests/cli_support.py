@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from envdoctor.cli import main
+from envdoctor.cli.root import main
 
 
 @dataclass(frozen=True)
@@ -69,9 +69,9 @@ def run_entry(
     `entry_point`: another function to run in its place (cli.main: the typer app alone).
     Not for a live `check`: the entry point starts its torch child early, and only the end of the
     process ends that child (use run_cli, or a real process)."""
-    from envdoctor import lifecycle
-    from envdoctor.launch import _NOT_EARLY
-    from envdoctor.launch import main as launch_main
+    from envdoctor.cli.launch import _NOT_EARLY
+    from envdoctor.cli.launch import main as launch_main
+    from envdoctor.util import lifecycle
 
     if entry_point is None and argv[:1] == ("check",):
         options = {a.split("=", 1)[0] for a in argv[1:]}

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from envdoctor.engine import judge, registry_names
-from envdoctor.model import Report
+from envdoctor.model.findings import Report
 from envdoctor.render.console import make_console, render_console
 from envdoctor.render.json_report import report_to_data
 from envdoctor.settings import Settings, resolve

@@ -26,7 +26,7 @@ from envdoctor.fleet.facts import (
     Unreadable,
 )
 from envdoctor.fleet.report import FleetReport, build_report
-from envdoctor.model import Severity
+from envdoctor.model.findings import Severity
 from envdoctor.settings import Settings
 
 STACK = Stack(

@@ -7,7 +7,7 @@ import posixpath
 
 from envdoctor.host.base import ChildOutcome, CommandResult
 from envdoctor.host.fake import FakeHost
-from envdoctor.model import Interpreter, PlatformInfo
+from envdoctor.model.findings import Interpreter, PlatformInfo
 from envdoctor.target import PythonInfo, Target
 
 WINDOWS_11 = PlatformInfo("Windows", "11", "10.0.22631", "AMD64")

@@ -21,9 +21,9 @@ from typing import Any, Union
 
 from envdoctor.install.commands import CommandKind
 from envdoctor.install.plan import Route
-from envdoctor.model import Interpreter, PlatformInfo, ProbeStatus, Severity
+from envdoctor.model.findings import Interpreter, PlatformInfo, ProbeStatus, Severity
 from envdoctor.probes import PROBES
-from envdoctor.serde import INT_MAX, INT_MIN, may_be_negative
+from envdoctor.util.serde import INT_MAX, INT_MIN, may_be_negative
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "envdoctor" / "schemas"
 DRAFT = "https://json-schema.org/draft/2020-12/schema"

@@ -17,7 +17,7 @@ from typing import Any
 
 from envdoctor.host.base import DiskInfo, MemoryInfo
 from envdoctor.host.fake import FakeHost
-from envdoctor.model import Interpreter, PlatformInfo, ProbeResult, ProbeStatus
+from envdoctor.model.findings import Interpreter, PlatformInfo, ProbeResult, ProbeStatus
 from envdoctor.probes import nvml, system, toolkit, windows
 from envdoctor.probes.base import NotApplicable, ProbeContext, ProbeSpec
 from envdoctor.probes.nvml import PCI_DEVICES, Gpu, NvmlFacts, NvmlSource, NvmlStatus

@@ -16,7 +16,7 @@ from typing import Any
 from envdoctor.engine import diagnose, run_probes
 from envdoctor.host.base import ChildOutcome
 from envdoctor.host.fake import FakeHost
-from envdoctor.model import Interpreter, PlatformInfo, Report
+from envdoctor.model.findings import Interpreter, PlatformInfo, Report
 from envdoctor.probes import CheckOptions, ProbeContext, nvml, torch_build
 from envdoctor.target import PythonInfo, Target
 

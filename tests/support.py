@@ -6,7 +6,7 @@ from typing import Any
 
 from envdoctor.host.base import ChildOutcome
 from envdoctor.host.fake import FakeHost
-from envdoctor.model import Interpreter
+from envdoctor.model.findings import Interpreter
 from envdoctor.probes.base import CheckOptions, ProbeContext
 from envdoctor.target import PythonInfo, Target
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from envdoctor.host.base import ChildOutcome, CommandResult
-from envdoctor.host.ending import ChildEnding, EndingKind
+from envdoctor.host.ending import ending_of_outcome, ending_of_result
 from envdoctor.host.fake import FakeHost
+from envdoctor.model.ending import EndingKind
 from envdoctor.probes import nvml, windows
 from envdoctor.probes.torch_build import ChildEnd, facts_from_outcome
 from envdoctor.probes.torch_smoke import StepStatus, smoke_from_records
@@ -29,29 +30,29 @@ from tests.support import context
     ],
 )
 def test_each_ending_has_one_phrase(outcome: ChildOutcome, kind: EndingKind, words: str) -> None:
-    ending = ChildEnding.of_outcome(outcome)
+    ending = ending_of_outcome(outcome)
     assert ending.kind is kind
     assert ending.describe("import") == words
 
 
 def test_a_time_limit_is_said_when_known() -> None:
-    ending = ChildEnding.of_outcome(ChildOutcome((), None, timed_out=True), limit=15.0)
+    ending = ending_of_outcome(ChildOutcome((), None, timed_out=True), limit=15.0)
     assert ending.describe() == "hung for 15 s"
 
 
 def test_a_command_killed_by_a_signal_is_a_crash() -> None:
     # POSIX subprocess reports a signal as a negative exit code.
-    ending = ChildEnding.of_result(CommandResult(-11, stderr="boom\n"))
+    ending = ending_of_result(CommandResult(-11, stderr="boom\n"))
     assert (ending.kind, ending.signal, ending.describe()) == (EndingKind.SIGNAL, 11, "crashed (signal 11)")
-    said = ChildEnding.of_result(CommandResult(1, stdout="nvcc fatal : bad option\n"))
+    said = ending_of_result(CommandResult(1, stdout="nvcc fatal : bad option\n"))
     assert said.describe() == "exited with code 1" and said.last_output() == "nvcc fatal : bad option"
 
 
 def test_last_output_keeps_the_last_lines_cut_to_width() -> None:
-    ending = ChildEnding.of_outcome(ChildOutcome((), 1, stderr_tail="a\nb\n" + "c" * 50 + "\n"))
+    ending = ending_of_outcome(ChildOutcome((), 1, stderr_tail="a\nb\n" + "c" * 50 + "\n"))
     assert ending.last_output() == "c" * 50
     assert ending.last_output(2, width=5) == "b | ccccc"
-    assert ChildEnding.of_outcome(ChildOutcome((), 1)).last_output() == ""
+    assert ending_of_outcome(ChildOutcome((), 1)).last_output() == ""
 
 
 def test_the_torch_probe_and_its_rule_say_the_same_words() -> None:

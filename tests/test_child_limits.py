@@ -10,7 +10,7 @@ import pytest
 
 from envdoctor.host.base import ChildOutcome, CommandResult
 from envdoctor.host.fake import FakeHost
-from envdoctor.model import PlatformInfo
+from envdoctor.model.findings import PlatformInfo
 from envdoctor.probes import nvml, toolkit, torch_build, windows
 from envdoctor.probes.base import CheckOptions
 from tests.support import context

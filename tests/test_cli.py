@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor import __version__
 from envdoctor.rules import RULES
+from envdoctor.version import __version__
 from tests.cli_support import Run, run_entry
 from tests.early import Job
 from tests.fixture_support import FIXTURES, fixture_check_args, fixture_names, fixture_report

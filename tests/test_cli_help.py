@@ -20,9 +20,9 @@ import pytest
 import typer.main
 import typer.rich_utils
 
-from envdoctor.cli import app
-from envdoctor.cli import main as cli_main
-from envdoctor.cli_help import COMMAND_HELP, MIN_WIDTH, ROOT_HELP, Console, decide, page, program_name
+from envdoctor.cli.help import COMMAND_HELP, MIN_WIDTH, ROOT_HELP, Console, decide, page, program_name
+from envdoctor.cli.root import app
+from envdoctor.cli.root import main as cli_main
 from tests.cli_support import run_entry
 
 
@@ -106,8 +106,8 @@ def test_program_name_is_clicks() -> None:
 
 # --- end to end: the launcher's page next to typer's, in real processes ------------------------------
 
-LEAN = "import sys; sys.argv[0] = 'envdoctor'; from envdoctor.launch import main; main()"
-TYPER = "import sys; sys.argv[0] = 'envdoctor'; from envdoctor.cli import main; main()"
+LEAN = "import sys; sys.argv[0] = 'envdoctor'; from envdoctor.cli.launch import main; main()"
+TYPER = "import sys; sys.argv[0] = 'envdoctor'; from envdoctor.cli.root import main; main()"
 DROPPED = ("COLUMNS", "LINES", "TERMINAL_WIDTH", "FORCE_COLOR", "PY_COLORS", "GITHUB_ACTIONS", "NO_COLOR")
 
 

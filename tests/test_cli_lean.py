@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import typer.main
 
-from envdoctor.cli import app
-from envdoctor.cli_lean import OPTIONS, Opt, answer, parse
+from envdoctor.cli.lean import OPTIONS, Opt, answer, parse
+from envdoctor.cli.root import app
 from tests.cli_support import run_cli
 
 DESCRIBED = [
@@ -156,7 +156,7 @@ def test_quick_commands_load_no_cli_framework_and_no_gpu_library(argv: list[str]
     script = (
         "import sys\n"
         f"sys.argv = ['envdoctor', *{argv!r}]\n"
-        "from envdoctor.launch import main\n"
+        "from envdoctor.cli.launch import main\n"
         "try:\n"
         "    main()\n"
         "except SystemExit as exc:\n"
@@ -177,9 +177,9 @@ def test_quick_commands_load_no_cli_framework_and_no_gpu_library(argv: list[str]
 # these sets is a decision, not an accident.
 PLANNER_MODULES = {
     "envdoctor",
-    "envdoctor.util",
-    "envdoctor.util.threads",  # threads that never print a traceback (a few lines, stdlib only)
-    "envdoctor.cli_lean",
+    "envdoctor.cli",
+    "envdoctor.cli.launch",
+    "envdoctor.cli.lean",
     "envdoctor.errors",
     "envdoctor.host",
     "envdoctor.host.base",
@@ -192,6 +192,7 @@ PLANNER_MODULES = {
     "envdoctor.install.routes",
     "envdoctor.install.session",
     "envdoctor.install.sources",
+    "envdoctor.install.target",
     "envdoctor.install.vendors",
     "envdoctor.knowledge",
     "envdoctor.knowledge.archs",
@@ -202,33 +203,40 @@ PLANNER_MODULES = {
     "envdoctor.knowledge.mirrors",
     "envdoctor.knowledge.overlay",
     "envdoctor.knowledge.provenance",
-    "envdoctor.launch",
-    "envdoctor.lazy_re",
-    "envdoctor.lifecycle",
-    "envdoctor.limits",
-    "envdoctor.pep503",
-    "envdoctor.redact",
+    "envdoctor.knowledge.tables",
+    "envdoctor.model",
+    "envdoctor.model.types",
+    "envdoctor.paths",
     "envdoctor.render",
     "envdoctor.render.install_report",
     "envdoctor.rule_catalogue",
-    "envdoctor.shared_types",
     "envdoctor.shell",
-    "envdoctor.stream_text",
-    "envdoctor.textwidth",
-    "envdoctor.words",
+    "envdoctor.util",
+    "envdoctor.util.lazy_re",
+    "envdoctor.util.lifecycle",
+    "envdoctor.util.limits",
+    "envdoctor.util.pep503",
+    "envdoctor.util.redact",
+    "envdoctor.util.stream_text",
+    "envdoctor.util.textwidth",
+    "envdoctor.util.threads",  # threads that never print a traceback (a few lines, stdlib only)
+    "envdoctor.util.words",
+    "envdoctor.version",
 }
 CONFIG_READING_MODULES = PLANNER_MODULES | {
     "envdoctor.child",
     "envdoctor.child.python_info",
     "envdoctor.choose",
     "envdoctor.host.ending",
+    "envdoctor.model.ending",
+    "envdoctor.model.sources",
     "envdoctor.probes",
     "envdoctor.probes.base",
     "envdoctor.probes.config_files",
     "envdoctor.probes.mirrors",
     "envdoctor.probes.sources",
-    "envdoctor.serde",
     "envdoctor.target",
+    "envdoctor.util.serde",
 }
 # Heavy for what they give here: pip's package set-up and packaging.tags import logging; tempfile,
 # html, subprocess and the GPU/CLI libraries have no use on a described machine without config files.
@@ -252,7 +260,7 @@ NOT_LOADED = (
 _MODULE_SET = """
 import dataclasses, json, sys
 sys.argv = ["envdoctor", *sys.argv[1:]]
-from envdoctor.launch import main
+from envdoctor.cli.launch import main
 try:
     main()
 except SystemExit as exc:

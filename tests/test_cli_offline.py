@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from envdoctor import cli as cli_module
+from envdoctor.cli import shared as cli_module
 from tests.cli_support import run_cli
 
 STOP = "envdoctor-test: probes not run"
@@ -22,7 +22,7 @@ def asked(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
         seen.append(bool(kwargs.get("offline")))
         cli_module.fail(STOP)
 
-    monkeypatch.setattr(cli_module, "_live_report_inputs", record)
+    monkeypatch.setattr(cli_module, "live_report_inputs", record)
     monkeypatch.delenv("ENVDOCTOR_OFFLINE", raising=False)
     return seen
 

@@ -12,7 +12,7 @@ import re
 import pytest
 
 from envdoctor.engine import evaluate
-from envdoctor.model import Finding, Interpreter, PlatformInfo, ProbeResult, ProbeStatus
+from envdoctor.model.findings import Finding, Interpreter, PlatformInfo, ProbeResult, ProbeStatus
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.torch_build import (
     CompanionLoad,

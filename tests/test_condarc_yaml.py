@@ -25,19 +25,11 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from envdoctor.host.fake import FakeHost
 from envdoctor.host.live import LiveHost
-from envdoctor.model import Interpreter
+from envdoctor.model.findings import Interpreter
+from envdoctor.model.sources import LOADED, MALFORMED, UNREADABLE, CondaConfig, ConfigFile
 from envdoctor.probes.base import ProbeContext
 from envdoctor.probes.config_files import ConfigSyntaxError, parse_yaml
-from envdoctor.probes.mirrors import (
-    CONFIG_MAX_BYTES,
-    LOADED,
-    MALFORMED,
-    UNREADABLE,
-    CondaConfig,
-    ConfigFile,
-    collect,
-    collect_conda,
-)
+from envdoctor.probes.mirrors import CONFIG_MAX_BYTES, collect, collect_conda
 from envdoctor.target import PythonInfo, Target
 
 HOME_RC = "/home/user/.condarc"
@@ -321,9 +313,9 @@ def test_ruamel_is_imported_only_once_a_condarc_exists() -> None:
     script = (
         "import sys\n"
         "from typer.testing import CliRunner\n"
-        "from envdoctor.cli import app\n"
+        "from envdoctor.cli.root import app\n"
         "from envdoctor.host.fake import FakeHost\n"
-        "from envdoctor.model import Interpreter\n"
+        "from envdoctor.model.findings import Interpreter\n"
         "from envdoctor.probes.base import ProbeContext\n"
         "from envdoctor.probes.mirrors import collect\n"
         "from envdoctor.target import PythonInfo, Target\n"

@@ -11,8 +11,9 @@ import pytest
 from envdoctor.engine import diagnose
 from envdoctor.host.fake import FakeHost
 from envdoctor.host.live import LiveHost
-from envdoctor.model import ProbeResult, ProbeStatus
-from envdoctor.probes.mirrors import CONFIG_MAX_BYTES, LOADED, MALFORMED
+from envdoctor.model.findings import ProbeResult, ProbeStatus
+from envdoctor.model.sources import LOADED, MALFORMED
+from envdoctor.probes.mirrors import CONFIG_MAX_BYTES
 from envdoctor.snapshot import load
 from tests.fixture_support import FIXTURES
 from tests.test_mirrors_probe import probe

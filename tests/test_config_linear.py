@@ -8,7 +8,8 @@ import time
 import pytest
 
 from envdoctor.host.fake import FakeHost
-from envdoctor.probes.mirrors import CONFIG_MAX_BYTES, LOADED, UNREADABLE
+from envdoctor.model.sources import LOADED, UNREADABLE
+from envdoctor.probes.mirrors import CONFIG_MAX_BYTES
 from tests.test_mirrors_probe import probe
 
 UV_TOML = "/home/user/.config/uv/uv.toml"

@@ -14,7 +14,7 @@ from envdoctor.engine import area_verdicts, selected_probes
 from envdoctor.host.base import CommandResult
 from envdoctor.host.fake import CHILD_NOT_FOUND, FakeHost
 from envdoctor.host.live import CHILD_DIR
-from envdoctor.model import ProbeResult, ProbeStatus
+from envdoctor.model.findings import ProbeResult, ProbeStatus
 from envdoctor.probes import PROBES, environment
 from envdoctor.probes.base import NotApplicable
 from envdoctor.render.markdown import environment_rows, render_bug_report

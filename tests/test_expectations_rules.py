@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from envdoctor.engine import judge
-from envdoctor.model import Report, Severity
+from envdoctor.model.findings import Report, Severity
 from envdoctor.probes.torch_build import TorchDevice
 from envdoctor.settings import Expectations, Settings
 from envdoctor.snapshot import Snapshot, load

@@ -10,7 +10,7 @@ import pytest
 from envdoctor.engine import run_probes
 from envdoctor.host.base import CommandResult
 from envdoctor.host.fake import CHILD_NOT_FOUND, NOT_FOUND, FakeHost, UnscriptedCall, take_unscripted
-from envdoctor.model import PlatformInfo, ProbeStatus
+from envdoctor.model.findings import PlatformInfo, ProbeStatus
 from envdoctor.probes import nvml
 from tests.support import context
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from envdoctor.model import Report
+from envdoctor.model.findings import Report
 from envdoctor.probes.toolkit import ToolkitFacts
 from envdoctor.rules.env_edits import (
     cmd_removal,

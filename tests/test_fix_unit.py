@@ -17,7 +17,7 @@ from envdoctor.fix.selection import runs_in, select
 from envdoctor.fix.state import EnvState, Installed, state_from_records
 from envdoctor.host.base import ChildOutcome, CommandResult
 from envdoctor.host.fake import FakeHost
-from envdoctor.model import Finding, Fix, FixKind, Interpreter, PlatformInfo, Report, Severity
+from envdoctor.model.findings import Finding, Fix, FixKind, Interpreter, PlatformInfo, Report, Severity
 from envdoctor.shell import join, split
 
 PY = "/env/bin/python"

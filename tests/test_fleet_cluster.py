@@ -267,7 +267,7 @@ def test_help_of_the_fleet_commands_does_not_import_torch() -> None:
 
     script = (
         "import sys\n"
-        "from envdoctor.cli import main\n"
+        "from envdoctor.cli.root import main\n"
         "for command in ('cluster', 'fleet'):\n"
         "    sys.argv = ['envdoctor', command, '--help']\n"
         "    try:\n"

@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterator
 
 from envdoctor.engine import evaluate, fold, without_repeated_commands
-from envdoctor.model import Finding, Fix, Interpreter, PlatformInfo, Severity
+from envdoctor.model.findings import Finding, Fix, Interpreter, PlatformInfo, Severity
 from envdoctor.render.console import make_console, render_console
 from envdoctor.render.github import render_github
 from envdoctor.render.json_report import finding_to_data, render_json

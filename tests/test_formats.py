@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from envdoctor.cli_check import ReportFormat, render
-from envdoctor.model import Finding, Fix, Severity
+from envdoctor.cli.options import ReportFormat, render
+from envdoctor.model.findings import Finding, Fix, Severity
 from envdoctor.render.github import escape_data, escape_property
 from envdoctor.render.json_report import report_to_data
 from envdoctor.rules import RULES

@@ -19,7 +19,7 @@ import pytest
 from envdoctor.host.base import ChildOutcome
 from envdoctor.host.fake import FakeHost
 from envdoctor.knowledge.gpu_access import nvml_functions
-from envdoctor.model import PlatformInfo
+from envdoctor.model.findings import PlatformInfo
 from envdoctor.probes import gpu_access, system
 from envdoctor.probes.base import NotApplicable
 from tests.host_builder import Machine

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from envdoctor.engine import evaluate, fold
-from envdoctor.model import Finding, Interpreter, PlatformInfo, ProbeResult, ProbeStatus
+from envdoctor.model.findings import Finding, Interpreter, PlatformInfo, ProbeResult, ProbeStatus
 from envdoctor.probes.gpu_access import GpuAccessFacts, GpuState
 from envdoctor.probes.nvml import Gpu, NvmlFacts, NvmlStatus
 from envdoctor.probes.system import SystemFacts

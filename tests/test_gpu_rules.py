@@ -8,7 +8,7 @@ from envdoctor.engine import evaluate
 from envdoctor.knowledge import gpu_compute
 from envdoctor.knowledge.archs import Capability, cubin_runs_on, parse_capability, ptx_runs_on
 from envdoctor.knowledge.gpu_compute import parse_arch
-from envdoctor.model import Finding, Interpreter, PlatformInfo, ProbeResult, ProbeStatus
+from envdoctor.model.findings import Finding, Interpreter, PlatformInfo, ProbeResult, ProbeStatus
 from envdoctor.probes.nvml import Gpu, NvmlFacts, NvmlStatus
 from envdoctor.probes.python_env import PythonFacts
 from envdoctor.probes.torch_build import TorchDevice, TorchFacts

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from envdoctor.host.base import CommandResult
-from envdoctor.model import PlatformInfo
+from envdoctor.model.findings import PlatformInfo
 from envdoctor.probes import gpu_vendors
 from envdoctor.probes.base import NotApplicable
 from envdoctor.probes.gpu_vendors import GpuVendorFacts, ToolStatus, Vendor, parse_rocminfo

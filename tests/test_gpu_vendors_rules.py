@@ -16,7 +16,7 @@ from envdoctor.install.plan import InstallTarget, plan
 from envdoctor.install.request import RequestError, VendorGpuOption, check_combination, parse_gpu_option
 from envdoctor.knowledge import gpu_vendors as known
 from envdoctor.knowledge import release
-from envdoctor.model import Finding, Interpreter, PlatformInfo, ProbeResult, ProbeStatus
+from envdoctor.model.findings import Finding, Interpreter, PlatformInfo, ProbeResult, ProbeStatus
 from envdoctor.probes.gpu_vendors import GpuVendorFacts, Vendor, VendorGpu
 from envdoctor.probes.nvml import Gpu, NvmlFacts, NvmlStatus
 from envdoctor.probes.torch_build import AcceleratorFacts, TorchDevice, TorchFacts, facts_from_outcome
@@ -377,7 +377,7 @@ def test_the_smoke_test_runs_on_xpu_devices_through_torch_xpu() -> None:
 
 def test_a_gpu_requirement_on_an_amd_machine_folds_under_the_rocm_finding() -> None:
     from envdoctor.engine import diagnose
-    from envdoctor.model import Expectations
+    from envdoctor.model.findings import Expectations
     from envdoctor.snapshot import load
     from tests.fixture_support import FIXTURES
 

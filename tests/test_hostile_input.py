@@ -18,7 +18,8 @@ import pytest
 from envdoctor.host.fake import FakeHost
 from envdoctor.install.plan import InstallTarget, plan
 from envdoctor.knowledge.gpus import parse_gpu
-from envdoctor.probes.mirrors import MALFORMED, collect_uv
+from envdoctor.model.sources import MALFORMED
+from envdoctor.probes.mirrors import collect_uv
 from envdoctor.snapshot import SnapshotError, load
 from tests.cli_support import run_cli
 

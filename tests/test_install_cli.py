@@ -8,7 +8,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from envdoctor.cli import app
+from envdoctor.cli.root import app
 
 RUNNER = CliRunner()
 # Another machine, fully described: nothing on this one is detected.
@@ -100,7 +100,7 @@ def test_install_does_not_import_torch() -> None:
     import sys
 
     code = (
-        "import sys; from envdoctor.cli import app; from typer.testing import CliRunner; "
+        "import sys; from envdoctor.cli.root import app; from typer.testing import CliRunner; "
         "CliRunner().invoke(app, ['install', '--os', 'windows', '--python', '3.10', '--driver', '560.94']); "
         "print(sorted(m for m in ('torch', 'pynvml', 'rich') if m in sys.modules))"
     )
@@ -127,7 +127,7 @@ def test_install_imports_only_the_probe_modules_it_reads(args: list[str], read: 
     if read and sys.platform == "darwin":
         pytest.skip("macOS takes no --driver: the request is refused before anything is read")
     code = (
-        "import sys; from envdoctor.cli_lean import answer; "
+        "import sys; from envdoctor.cli.lean import answer; "
         f"answer(['install', *{args!r}, '--offline']); "
         "print(' '.join(sorted(m for m in sys.modules if m.startswith('envdoctor.probes.'))))"
     )

@@ -9,7 +9,7 @@ from envdoctor.host.base import ChildOutcome
 from envdoctor.host.fake import FakeHost
 from envdoctor.install.detect import PipIndex, configured_pip_index
 from envdoctor.install.session import Given, RequestError, run
-from envdoctor.model import PlatformInfo
+from envdoctor.model.findings import PlatformInfo
 from envdoctor.target import PythonInfo
 from tests.install_support import text
 

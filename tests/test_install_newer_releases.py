@@ -7,7 +7,7 @@ from envdoctor import knowledge
 from envdoctor.engine import evaluate
 from envdoctor.install.plan import InstallTarget, plan
 from envdoctor.install.session import Given, run
-from envdoctor.model import Interpreter, PlatformInfo, ProbeResult, ProbeStatus
+from envdoctor.model.findings import Interpreter, PlatformInfo, ProbeResult, ProbeStatus
 from envdoctor.probes.nvml import Gpu, NvmlFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.render.install_report import plan_to_data

@@ -15,7 +15,7 @@ from envdoctor.host.base import UrlStatus
 from envdoctor.install.plan import InstallTarget, Route, plan
 from envdoctor.install.session import Given, run
 from envdoctor.install.sources import Reach, Source, SourceKind, Sources, parse_wheel
-from envdoctor.model import Interpreter, ProbeResult, ProbeStatus
+from envdoctor.model.findings import Interpreter, ProbeResult, ProbeStatus
 from envdoctor.probes import mirrors, sources
 from envdoctor.probes.base import CheckOptions, ProbeContext
 from envdoctor.probes.python_env import PythonFacts

@@ -16,7 +16,7 @@ import pytest
 from envdoctor.engine import evaluate
 from envdoctor.host.base import ChildOutcome
 from envdoctor.host.fake import FakeHost
-from envdoctor.model import Interpreter, PlatformInfo, ProbeResult, ProbeStatus, StaleVariable
+from envdoctor.model.findings import Interpreter, PlatformInfo, ProbeResult, ProbeStatus, StaleVariable
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import RuleContext
 from envdoctor.target import TargetError, choose_interpreter, resolve_target
@@ -308,7 +308,7 @@ def test_a_pyenv_shim_is_shown_as_the_interpreter_it_runs(tmp_path: Path) -> Non
     """~/.pyenv/shims/python3 is a script that picks and runs another interpreter: the report
     shows that one (sys.executable as the child reports it) and keeps the shim in the reason."""
     from envdoctor.host.live import LiveHost
-    from envdoctor.model import Interpreter
+    from envdoctor.model.findings import Interpreter
     from envdoctor.target import read_python_info, through_shim
 
     shims = tmp_path / ".pyenv" / "shims"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor.model import Expectations
+from envdoctor.model.findings import Expectations
 from envdoctor.settings import KEYS, ExpectationError, Names, from_keywords, resolve
 
 PACKAGE = Path(__file__).resolve().parent.parent / "envdoctor"
@@ -28,8 +28,11 @@ def imported_modules(path: Path) -> set[str]:
 @pytest.mark.parametrize(
     ("module", "above"),
     [
-        ("model.py", ("envdoctor.settings", "envdoctor.rules", "envdoctor.probes", "envdoctor.engine")),
-        ("sizes.py", ("envdoctor.",)),
+        (
+            "model/findings.py",
+            ("envdoctor.settings", "envdoctor.rules", "envdoctor.probes", "envdoctor.engine"),
+        ),
+        ("util/sizes.py", ("envdoctor.",)),
         ("settings.py", ("envdoctor.rules", "envdoctor.probes", "envdoctor.engine", "envdoctor.cli")),
     ],
 )

@@ -17,7 +17,8 @@ import psutil
 import pytest
 
 from envdoctor.host.live import LiveHost
-from envdoctor.probes.mirrors import UNREADABLE, collect_pip, collect_uv
+from envdoctor.model.sources import UNREADABLE
+from envdoctor.probes.mirrors import collect_pip, collect_uv
 from envdoctor.target import PythonInfo
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="process groups and signals are POSIX")
@@ -338,7 +339,7 @@ def test_a_program_using_envdoctor_leaves_no_child_at_exit(machine: Machine) -> 
 
 SIGNAL_DURING_START = """\
 import contextlib, os, signal, subprocess, sys
-from envdoctor import lifecycle
+from envdoctor.util import lifecycle
 
 signal.signal(signal.SIGINT, lifecycle._on_signal)
 
@@ -384,7 +385,7 @@ def test_a_signal_while_a_child_starts_kills_it_and_never_deadlocks(tmp_path: Pa
 
 EXEC_THEN_CATCH = """\
 import os, signal, sys
-from envdoctor import lifecycle
+from envdoctor.util import lifecycle
 
 signal.signal(signal.SIGINT, lifecycle._on_signal)
 try:
@@ -418,7 +419,7 @@ def test_each_check_after_the_first_gets_its_own_full_budget(monkeypatch: pytest
     whole --timeout again (it used to count from the process's start: its probes got half a second,
     the torch import "hung" and the working install was undone); the first check still counts its
     start-up."""
-    from envdoctor import lifecycle
+    from envdoctor.util import lifecycle
 
     started = time.monotonic() - 300  # the process began 5 minutes ago (a long pip install)
     monkeypatch.setattr(lifecycle, "_started", started)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 from envdoctor.engine import diagnose
-from envdoctor.model import Finding, Interpreter, ProbeResult, ProbeStatus
+from envdoctor.model.findings import Finding, Interpreter, ProbeResult, ProbeStatus
 from envdoctor.probes.torch_build import PythonError, TorchFacts
 from envdoctor.rules import RULES_BY_CODE
 from envdoctor.rules.base import RuleContext

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from envdoctor.host.live import LiveHost
-from envdoctor.model import Interpreter
+from envdoctor.model.findings import Interpreter
+from envdoctor.model.sources import MirrorFacts
 from envdoctor.probes.base import ProbeContext
-from envdoctor.probes.mirrors import MirrorFacts, collect
+from envdoctor.probes.mirrors import collect
 from envdoctor.target import PythonInfo, Target
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="compares Linux file locations")

@@ -3,19 +3,10 @@
 from __future__ import annotations
 
 from envdoctor.host.fake import FakeHost
-from envdoctor.model import Interpreter, PlatformInfo
+from envdoctor.model.findings import Interpreter, PlatformInfo
+from envdoctor.model.sources import DIRECTORY, LOADED, MALFORMED, MISSING, SKIPPED, UNREADABLE, MirrorFacts
 from envdoctor.probes.base import ProbeContext
-from envdoctor.probes.mirrors import (
-    DIRECTORY,
-    LOADED,
-    MALFORMED,
-    MISSING,
-    SKIPPED,
-    UNREADABLE,
-    MirrorFacts,
-    collect,
-    describe,
-)
+from envdoctor.probes.mirrors import collect, describe
 from envdoctor.target import PythonInfo, Target
 
 WINDOWS = PlatformInfo("Windows", "11", "10.0.22631", "AMD64")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from envdoctor.engine import evaluate
 from envdoctor.host.fake import FakeHost
 from envdoctor.knowledge import mirrors as known
-from envdoctor.model import Finding, Interpreter, PlatformInfo, ProbeResult, ProbeStatus
+from envdoctor.model.findings import Finding, Interpreter, PlatformInfo, ProbeResult, ProbeStatus
 from envdoctor.probes.base import ProbeContext
 from envdoctor.probes.mirrors import collect
 from envdoctor.probes.nvml import Gpu, NvmlFacts

@@ -11,7 +11,7 @@ from envdoctor.child import torch_probe as child
 from envdoctor.engine import evaluate
 from envdoctor.host.base import ChildOutcome
 from envdoctor.knowledge import numpy_support
-from envdoctor.model import Finding, Interpreter, PlatformInfo, ProbeResult, ProbeStatus
+from envdoctor.model.findings import Finding, Interpreter, PlatformInfo, ProbeResult, ProbeStatus
 from envdoctor.probes.nvml import Gpu, NvmlFacts
 from envdoctor.probes.torch_build import (
     BridgeStatus,

@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from envdoctor.engine import diagnose, registry_names
 from envdoctor.host.fake import FakeHost
-from envdoctor.model import ProbeResult, ProbeStatus
+from envdoctor.model.findings import ProbeResult, ProbeStatus
+from envdoctor.model.sources import MirrorFacts
 from envdoctor.probes.config_files import ConfigSyntaxError, parse_ini, parse_toml
-from envdoctor.probes.mirrors import MirrorFacts
 from envdoctor.settings import KEYS_BY_NAME, Settings, SettingsError, resolve
 from envdoctor.snapshot import Snapshot, SnapshotError, load, snapshot_from_data, snapshot_to_data
 from tests.fixture_support import FIXTURES, fixture_names

@@ -99,7 +99,7 @@ def test_a_release_the_overlay_skips_gets_the_unverified_best_effort_plan(
     1.12.0 to 2.16.0" (which contradicted itself)."""
     from typer.testing import CliRunner
 
-    from envdoctor.cli import app
+    from envdoctor.cli.root import app
 
     # a pip that reads no configuration: this machine's constraint file caps torch at 2.14.1
     monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)

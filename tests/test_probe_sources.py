@@ -13,9 +13,10 @@ from collections.abc import Iterator
 import pytest
 
 from envdoctor.host.live import LiveHost
+from envdoctor.model.sources import ListingKind, ListingStatus, PipConfig, PipSetting, ReachStatus
 from envdoctor.probes import sources
-from envdoctor.probes.mirrors import PipConfig, PipSetting, collect_uv
-from envdoctor.probes.sources import ListingKind, ListingStatus, ReachStatus, check_reach, list_sources
+from envdoctor.probes.mirrors import collect_uv
+from envdoctor.probes.sources import check_reach, list_sources
 from tests.host_builder import Machine
 from tests.machine_sources import CONSTRAINTS, LOCAL_TORCH, this_machine
 from tests.support import context

@@ -8,7 +8,7 @@ import pytest
 
 from envdoctor.host.base import ChildOutcome, CommandResult
 from envdoctor.host.fake import FakeHost
-from envdoctor.model import PlatformInfo
+from envdoctor.model.findings import PlatformInfo
 from envdoctor.probes import nvml, python_env, system, torch_build
 from envdoctor.probes.base import NotApplicable
 from tests.support import context, records
@@ -239,7 +239,7 @@ def test_a_crash_in_a_deleted_working_directory_names_the_folder() -> None:
     """`import torch` fails in a deleted folder (host.cwd() is "." there); ED003 names that cause
     and says to cd elsewhere, instead of "reproduce by hand"."""
     from envdoctor.engine import evaluate
-    from envdoctor.model import Interpreter, ProbeResult, ProbeStatus
+    from envdoctor.model.findings import Interpreter, ProbeResult, ProbeStatus
     from envdoctor.rules.base import RuleContext
     from envdoctor.rules.torch import install
 

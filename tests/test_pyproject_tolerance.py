@@ -43,7 +43,7 @@ def test_an_unreadable_pyproject_warns(
 ) -> None:
     path = tmp_path / "pyproject.toml"
     path.write_text("[tool.envdoctor]\nmin-gpus = 2\n", encoding="utf-8")
-    from envdoctor import limits
+    from envdoctor.util import limits
 
     real = limits.read_bytes
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from envdoctor.redact import has_secret, redact, redact_text
+from envdoctor.util.redact import has_secret, redact, redact_text
 
 
 @pytest.mark.parametrize(
@@ -38,7 +38,7 @@ def test_a_t_folder_outside_a_url_is_no_secret() -> None:
 
 
 def test_redact_walks_dataclasses_tuples_and_mappings() -> None:
-    from envdoctor.model import Fix
+    from envdoctor.model.findings import Fix
 
     fix = Fix("use https://u:pw@h.example/s", ("pip install --index-url https://u:pw@h.example/s torch",))
     clean = redact({"API_TOKEN": "abc", "plain": "https://tok@h.example/"})

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from envdoctor.probes.mirrors import CondaSetting, PipSetting, UvSetting
-from envdoctor.redact import (
+from envdoctor.model.sources import CondaSetting, PipSetting, UvSetting
+from envdoctor.util.redact import (
     MASK,
     has_secret,
     is_secret_name,

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from envdoctor.cli import app
+from envdoctor.cli.root import app
 from envdoctor.engine import diagnose, run_probes
 from envdoctor.host.fake import CHILD_NOT_FOUND, FakeHost
-from envdoctor.model import Interpreter, Report
+from envdoctor.model.findings import Interpreter, Report
 from envdoctor.probes.base import ProbeContext
 from envdoctor.render.console import make_console, render_console
 from envdoctor.render.json_report import render_json

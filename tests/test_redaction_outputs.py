@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from envdoctor.cli import app
+from envdoctor.cli.root import app
 from tests.cli_support import run_cli
 from tests.real_torch import NO_SMOKE_RUN, RealTorchChild
 

@@ -21,7 +21,7 @@ import pytest
 
 import envdoctor.probes
 import envdoctor.rules
-from envdoctor.cli_lean import explain as explain_body
+from envdoctor.cli.lean import explain as explain_body
 from envdoctor.probes import PROBES
 from envdoctor.probes.base import ProbeSpec
 from envdoctor.rule_catalogue import AREA_TITLES

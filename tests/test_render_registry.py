@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from envdoctor.cli_check import ReportFormat
+from envdoctor.cli.options import ReportFormat
 from envdoctor.render.github import render_github
 from envdoctor.render.json_report import render_json
 from envdoctor.render.junit import render_junit

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor.redact import redact, redact_private, redact_private_text
-from envdoctor.serde import to_data
 from envdoctor.snapshot import Snapshot, dumps, load
+from envdoctor.util.redact import redact, redact_private, redact_private_text
+from envdoctor.util.serde import to_data
 from tests.cli_support import run_cli
 from tests.fixture_support import FIXTURES
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from envdoctor.engine import evaluate
 from envdoctor.knowledge.retired_gpus import retired, retired_gpus
-from envdoctor.model import Finding, Interpreter, PlatformInfo, ProbeResult, ProbeStatus
+from envdoctor.model.findings import Finding, Interpreter, PlatformInfo, ProbeResult, ProbeStatus
 from envdoctor.probes.nvml import Gpu, NvmlFacts, NvmlStatus
 from envdoctor.probes.torch_build import TorchDevice, TorchFacts
 from envdoctor.rules.base import RuleContext

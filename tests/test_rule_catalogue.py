@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor import rule_catalogue
+from envdoctor import paths, rule_catalogue
 from envdoctor.rule_catalogue import explain_text, fingerprint, from_registry, load, rules_json, rules_text
 from envdoctor.rules import RULES
 
@@ -127,13 +127,13 @@ def test_an_unwritable_cache_costs_only_time(package: Path, tmp_path: Path) -> N
 def test_cache_folder_per_platform(
     platform: str, environ: dict[str, str], expected: tuple[str, ...] | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(rule_catalogue.sys, "platform", platform)
-    assert rule_catalogue.cache_dir(environ) == (None if expected is None else os.path.join(*expected))
+    monkeypatch.setattr(paths.sys, "platform", platform)
+    assert paths.cache_dir(environ) == (None if expected is None else os.path.join(*expected))
 
 
 def test_explain_names_the_area_in_words_and_suggests_a_near_code() -> None:
     """Issue 13 item 25: no package names ("area: nvml"), and "did you mean" for a near miss."""
-    from envdoctor.cli_lean import CommandError, explain
+    from envdoctor.cli.lean import CommandError, explain
 
     assert set(rule_catalogue.AREA_TITLES) == {r.area for r in RULES}
     text = explain("ED101")

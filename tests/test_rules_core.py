@@ -7,7 +7,7 @@ import pytest
 from envdoctor.engine import evaluate
 from envdoctor.install import plan as install
 from envdoctor.knowledge.drivers import DriverKind, driver_support
-from envdoctor.model import Interpreter, PlatformInfo, ProbeResult, ProbeStatus
+from envdoctor.model.findings import Interpreter, PlatformInfo, ProbeResult, ProbeStatus
 from envdoctor.probes.nvml import Gpu, NvmlFacts
 from envdoctor.probes.system import SystemFacts
 from envdoctor.probes.torch_build import Package, PythonError, TorchFacts

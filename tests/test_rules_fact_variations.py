@@ -13,7 +13,7 @@ from collections.abc import Callable
 import pytest
 
 from envdoctor.engine import diagnose
-from envdoctor.model import Finding, PlatformInfo, ProbeResult, ProbeStatus
+from envdoctor.model.findings import Finding, PlatformInfo, ProbeResult, ProbeStatus
 from envdoctor.probes.nvml import Gpu, NvmlFacts
 from envdoctor.probes.system import SystemFacts
 from envdoctor.probes.toolkit import ToolkitFacts

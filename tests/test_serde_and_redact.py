@@ -9,11 +9,11 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from envdoctor.knowledge.drivers import DriverKind
-from envdoctor.model import Finding, Fix, Severity, TextEnum
+from envdoctor.model.findings import Finding, Fix, Severity, TextEnum
 from envdoctor.probes.nvml import Gpu, NvmlFacts, NvmlSource, NvmlStatus
 from envdoctor.probes.torch_smoke import DeviceKind, SmokeDevice, SmokeFacts, SmokeStep, StepStatus
-from envdoctor.redact import MASK, is_secret_name, redact, redact_text
-from envdoctor.serde import DataError, from_data, to_data
+from envdoctor.util.redact import MASK, is_secret_name, redact, redact_text
+from envdoctor.util.serde import DataError, from_data, to_data
 
 
 def test_nested_facts_round_trip() -> None:

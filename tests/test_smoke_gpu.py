@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from envdoctor.model import Severity
+from envdoctor.model.findings import Severity
 from envdoctor.probes import CheckOptions
 from tests.fixture_support import console_text
 from tests.smoke_support import child_args, codes, run, scenario_names

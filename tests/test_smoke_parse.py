@@ -7,7 +7,7 @@ from typing import Any
 from envdoctor.host.base import ChildOutcome
 from envdoctor.probes.torch_build import TorchFacts, facts_from_outcome
 from envdoctor.probes.torch_smoke import SmokeFacts, describe_lines, smoke_from_records, verdict
-from envdoctor.serde import from_data, to_data
+from envdoctor.util.serde import from_data, to_data
 from tests.smoke_support import load_scenario
 
 TORCH = {"record": "torch", "installed": True, "version": "2.5.1+cu124", "cuda": "12.4", "devices": []}

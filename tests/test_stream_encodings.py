@@ -18,7 +18,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from envdoctor.stream_text import GLYPHS, for_stream, protect
+from envdoctor.util.stream_text import GLYPHS, for_stream, protect
 from tests.cli_support import EncodedRun, run_entry
 from tests.fixture_support import FIXTURES
 
@@ -60,7 +60,7 @@ def _in_process(monkeypatch: pytest.MonkeyPatch, name: str, encoding: str) -> En
 
 
 # The console entry point under the program name the in-process runs have (help's usage line).
-ENTRY_POINT = "import sys; sys.argv[0] = 'envdoctor'; from envdoctor.launch import main; main()"
+ENTRY_POINT = "import sys; sys.argv[0] = 'envdoctor'; from envdoctor.cli.launch import main; main()"
 
 
 def _in_a_process(name: str, encoding: str) -> EncodedRun:

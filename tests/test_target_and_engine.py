@@ -10,7 +10,7 @@ import pytest
 from envdoctor.engine import diagnose, evaluate, run_probes
 from envdoctor.host.base import ChildOutcome
 from envdoctor.host.fake import FakeHost
-from envdoctor.model import Interpreter, PlatformInfo, ProbeStatus, Severity
+from envdoctor.model.findings import Interpreter, PlatformInfo, ProbeStatus, Severity
 from envdoctor.probes.base import NotApplicable, ProbeContext, ProbeSpec
 from envdoctor.rules.base import Hit, Rule, RuleContext, RuleDoc
 from envdoctor.target import TargetError, choose_interpreter, resolve_target

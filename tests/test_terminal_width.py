@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor import cli_lean, rule_catalogue
+from envdoctor import rule_catalogue
+from envdoctor.cli import lean as cli_lean
 from envdoctor.install.commands import Command
 from envdoctor.install.plan import InstallPlan
 from envdoctor.install.session import Input
@@ -214,7 +215,7 @@ def _help_at(command: str, width: int, monkeypatch: pytest.MonkeyPatch) -> tuple
 def test_help_never_cuts_an_option_name(command: str, width: int, monkeypatch: pytest.MonkeyPatch) -> None:
     import typer
 
-    from envdoctor.cli import app
+    from envdoctor.cli.root import app
 
     code, out = _help_at(command, width, monkeypatch)
     assert code == 0
@@ -230,7 +231,7 @@ def test_help_never_cuts_an_option_name(command: str, width: int, monkeypatch: p
 
 def test_an_info_area_is_marked_as_info_not_as_passed() -> None:
     """A note (say, no NVIDIA driver on a CPU machine) is something to know, not a check passed."""
-    from envdoctor.model import Severity
+    from envdoctor.model.findings import Severity
 
     report = fixture_report("linux-cpu-no-torch")
     info = next(area for area in report.areas if area.severity is Severity.INFO)

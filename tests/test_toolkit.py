@@ -13,7 +13,7 @@ from envdoctor.host.base import CommandResult
 from envdoctor.host.fake import FakeHost
 from envdoctor.host.live import LiveHost
 from envdoctor.knowledge import cuda_libraries
-from envdoctor.model import Finding, PlatformInfo, ProbeResult, ProbeStatus, Severity
+from envdoctor.model.findings import Finding, PlatformInfo, ProbeResult, ProbeStatus, Severity
 from envdoctor.probes import toolkit
 from envdoctor.probes.base import NotApplicable, ProbeContext
 from envdoctor.probes.toolkit import ToolkitFacts

@@ -113,7 +113,7 @@ def with_overlay(
     """`envdoctor install ...` in-process, reading the overlay the update wrote."""
     from typer.testing import CliRunner
 
-    from envdoctor.cli import app
+    from envdoctor.cli.root import app
 
     monkeypatch.setenv("ENVDOCTOR_CACHE_DIR", str(updated[0]))
     # A machine whose pip reads no configuration: this one's constraint file caps torch below the
@@ -305,7 +305,7 @@ def test_the_built_in_data_wins_over_the_overlay(tmp_path: Path, monkeypatch: py
 
 
 def test_the_overlay_lives_in_envdoctors_cache_folder() -> None:
-    from envdoctor.rule_catalogue import cache_dir
+    from envdoctor.paths import cache_dir
 
     environ = {"HOME": "/h", "XDG_CACHE_HOME": "/x", "LOCALAPPDATA": "C:\\L"}
     assert overlay.overlay_path(environ) == os.path.join(str(cache_dir(environ)), "releases-overlay.json")

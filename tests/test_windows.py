@@ -15,7 +15,7 @@ from envdoctor.engine import diagnose
 from envdoctor.host.base import ChildOutcome
 from envdoctor.host.live import CHILD_DIR, LiveHost
 from envdoctor.knowledge import windows as knowledge
-from envdoctor.model import Finding, Severity
+from envdoctor.model.findings import Finding, Severity
 from envdoctor.probes import windows
 from envdoctor.probes.base import NotApplicable, ProbeContext
 from envdoctor.probes.windows import WindowsFacts

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from envdoctor.cli_help import COMMAND_HELP
+from envdoctor.cli.help import COMMAND_HELP
 from envdoctor.rules.torch.install import _not_importable
 
 GOLDEN = Path(__file__).parent / "golden"

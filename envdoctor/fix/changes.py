@@ -13,7 +13,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
 from envdoctor.fix.state import EnvState
-from envdoctor.pep503 import normalize_name
+from envdoctor.util.pep503 import normalize_name
 
 CHOSEN = "the version pip chooses"
 

@@ -11,14 +11,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from envdoctor import lifecycle
 from envdoctor.fix import changes
 from envdoctor.fix.restore import RestorePlan, restore_plan
 from envdoctor.fix.selection import Selection, Step, select
 from envdoctor.fix.state import EnvState, StateError, read_state, save_state
 from envdoctor.host.base import CommandResult, Host
-from envdoctor.model import Report, Severity
+from envdoctor.model.findings import Report, Severity
 from envdoctor.shell import join
+from envdoctor.util import lifecycle
 
 FIXED, NOT_FIXED, USAGE, INTERRUPTED = 0, 1, 2, 130
 COMMAND_TIMEOUT = 1800.0  # a CUDA torch is 2-3 GB: generous, yet never a hang
@@ -141,7 +141,7 @@ class FixRun:
     def _state_dir(self) -> str:
         if self.request.state_dir:
             return self.request.state_dir
-        from envdoctor.rule_catalogue import cache_dir
+        from envdoctor.paths import cache_dir
 
         folder = cache_dir(self.host.env)
         if folder is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from envdoctor.model import Finding, Fix, FixKind, Report, Severity
+from envdoctor.model.findings import Finding, Fix, FixKind, Report, Severity
 from envdoctor.shell import split
 
 _PIP_ACTIONS = ("install", "uninstall")

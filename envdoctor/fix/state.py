@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envdoctor.host.base import Host
-from envdoctor.pep503 import normalize_name
+from envdoctor.util.pep503 import normalize_name
 
 STATE_SCHEMA = "envdoctor.fix-state/1"
 _FAMILY = frozenset({"torch", "torchvision", "torchaudio", "triton", "pytorch-triton", "pytorch-triton-rocm"})

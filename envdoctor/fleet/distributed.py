@@ -49,7 +49,7 @@ from envdoctor.fleet.nodes import Grouper, diagnose_snapshot, stack_of
 from envdoctor.fleet.rank_info import NodeCheck as NodeCheckRun
 from envdoctor.fleet.rank_info import describe, is_loopback, loopback_interface
 from envdoctor.fleet.report import FleetReport, build_report
-from envdoctor.model import Severity
+from envdoctor.model.findings import Severity
 from envdoctor.probes import CheckOptions
 from envdoctor.settings import Settings
 from envdoctor.util import threads

@@ -20,8 +20,8 @@ from typing import Any, TypeVar
 
 from envdoctor.fleet.facts import Rendezvous
 from envdoctor.fleet.launcher import Launch
-from envdoctor.serde import DataError, from_data, to_data
 from envdoctor.util import threads
+from envdoctor.util.serde import DataError, from_data, to_data
 
 T = TypeVar("T")
 HEARTBEAT_SECONDS = 0.2

@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from envdoctor.model import Severity
+from envdoctor.model.findings import Severity
 
 NOT_INSTALLED = "not installed"  # Stack.torch of a node without torch
 

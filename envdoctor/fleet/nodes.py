@@ -17,7 +17,7 @@ from envdoctor.fleet.facts import (
     NodeGroup,
     Stack,
 )
-from envdoctor.model import Report
+from envdoctor.model.findings import Report
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.python_env import PythonFacts
 from envdoctor.probes.torch_build import TorchFacts

@@ -16,12 +16,12 @@ from typing import Any
 from envdoctor.fleet.facts import EnvVar, RankInfo
 from envdoctor.fleet.launcher import Launch
 from envdoctor.host.base import Host
-from envdoctor.model import Interpreter
+from envdoctor.model.findings import Interpreter
 from envdoctor.probes import CheckOptions, ProbeContext
-from envdoctor.redact import redact_text
 from envdoctor.settings import Settings
 from envdoctor.snapshot import Snapshot
 from envdoctor.util import threads
+from envdoctor.util.redact import redact_text
 
 ENV_PREFIXES = ("NCCL_", "GLOO_", "TORCH_NCCL_", "TORCH_DISTRIBUTED_")
 INFINIBAND = "/sys/class/infiniband"

@@ -16,13 +16,13 @@ from rich.text import Text
 from envdoctor.fleet.facts import FleetMode, NodeGroup, RankOutcome, RankState
 from envdoctor.fleet.report import FleetReport
 from envdoctor.fleet.words import count, names, rate
-from envdoctor.model import Severity
-from envdoctor.render.console import _FINDING_MARKS, _finding, _Glyphs, _Printer
+from envdoctor.model.findings import Severity
+from envdoctor.render.console import FINDING_MARKS, Glyphs, Printer, finding_block
 from envdoctor.render.github import annotation, annotation_message
 from envdoctor.render.json_report import finding_to_data
 from envdoctor.render.junit import clean
 from envdoctor.render.markdown import MARK, cell, finding_lines, headline
-from envdoctor.serde import to_data
+from envdoctor.util.serde import to_data
 
 SCHEMA = "envdoctor.fleet/1"
 GROUPS_SHOWN = 20  # console and Markdown; the JSON report has every group and node
@@ -150,14 +150,14 @@ def _collective_line(report: FleetReport) -> str | None:
 
 
 def render_console(report: FleetReport, console: Console, verbose: bool = False) -> None:
-    glyph = _Glyphs(console)
+    glyph = Glyphs(console)
     console.print(
         Text.assemble((f"envdoctor {report.envdoctor_version}", "bold"), f" {glyph('·')} {_intro(report)}")
     )
     console.print()
     console.print(Text("Node groups (same stack, same verdict)", style="bold underline"))
     for severity, head, lines in _group_lines(report):
-        mark, style = _FINDING_MARKS[severity]
+        mark, style = FINDING_MARKS[severity]
         console.print(Text.assemble((f" {glyph(mark)} ", style), (head, "bold")))
         for line in lines:
             console.print(Text(f"      {line}"))
@@ -175,7 +175,7 @@ def render_console(report: FleetReport, console: Console, verbose: bool = False)
     if report.findings:
         console.print(Text("Findings", style="bold underline"))
         for finding in report.findings:
-            _finding(_Printer(console, wrap=False), glyph, finding, verbose)
+            finding_block(Printer(console, wrap=False), glyph, finding, verbose)
             console.print()
     head, style = _summary(report)
     console.print(Text.assemble((glyph(head), style), f" {glyph('—')} exit {report.exit_code}"))

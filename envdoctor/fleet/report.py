@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from envdoctor import __version__
 from envdoctor.engine import evaluate
 from envdoctor.fleet.facts import FleetFacts
-from envdoctor.model import Finding, Interpreter, PlatformInfo, Severity
-from envdoctor.redact import redact
+from envdoctor.model.findings import Finding, Interpreter, PlatformInfo, Severity
 from envdoctor.rules.base import RuleContext
 from envdoctor.rules.fleet import RULES as FLEET_RULES
 from envdoctor.settings import Settings
+from envdoctor.util.redact import redact
+from envdoctor.version import __version__
 
 # Fleet rules read FleetFacts only; the platform and interpreter of a RuleContext describe one
 # machine, which a fleet is not. These placeholders say so if anything ever shows them.

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from envdoctor.shared_types import PlatformInfo
+from envdoctor.model.types import PlatformInfo
 
 
 @dataclass(frozen=True)

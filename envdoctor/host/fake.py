@@ -32,8 +32,8 @@ from envdoctor.host.base import (
     file_too_large,
     not_a_regular_file,
 )
-from envdoctor.limits import FIFO_REASON
-from envdoctor.model import PlatformInfo
+from envdoctor.model.findings import PlatformInfo
+from envdoctor.util.limits import FIFO_REASON
 
 _MAX_LINKS = 40
 

@@ -20,7 +20,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from envdoctor import lifecycle, limits
 from envdoctor.host.base import (
     ChildOutcome,
     CommandResult,
@@ -31,8 +30,8 @@ from envdoctor.host.base import (
     file_too_large,
     not_a_regular_file,
 )
-from envdoctor.shared_types import PlatformInfo
-from envdoctor.util import threads
+from envdoctor.model.types import PlatformInfo
+from envdoctor.util import lifecycle, limits, threads
 
 if TYPE_CHECKING:
     import subprocess

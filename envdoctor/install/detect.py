@@ -15,8 +15,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from envdoctor.install import sources as planner_sources
-from envdoctor.lazy_re import Lazy
 from envdoctor.util import threads
+from envdoctor.util.lazy_re import Lazy
 
 if TYPE_CHECKING:
     from envdoctor.host.base import Host
@@ -123,7 +123,8 @@ def with_answers(
     host: Host, sources: planner_sources.Sources, extra: tuple[str, ...] = ()
 ) -> planner_sources.Sources:
     """`sources` with one bounded request to each index a plan may name (all at once, <= 2 s)."""
-    from envdoctor.probes.sources import PYTORCH_WHEELS, check_reach
+    from envdoctor.model.sources import PYTORCH_WHEELS
+    from envdoctor.probes.sources import check_reach
 
     if sources.offline:
         return sources

@@ -19,7 +19,6 @@ from envdoctor.install import vendors
 from envdoctor.install.commands import (
     TAKES_IT_FROM_PYTORCH,
     Command,
-    MirrorChoice,
     choose_index,
     command_text,
     conda_command,
@@ -31,9 +30,10 @@ from envdoctor.install.routes import (
     conda_past_channel,
     route,
 )
-from envdoctor.install.sources import Constraint, Sources, blocking, fits
+from envdoctor.install.sources import Constraint, blocking, fits
+from envdoctor.install.target import InstallTarget
 from envdoctor.knowledge import DriverVersion, Release, conda, variant_cuda
-from envdoctor.knowledge.archs import ArchList, Capability, CoverageKind, arch_list, coverage, sm
+from envdoctor.knowledge.archs import ArchList, CoverageKind, arch_list, coverage
 from envdoctor.knowledge.drivers import DriverKind, DriverSupport, driver_support, native_cuda
 from envdoctor.knowledge.gpus import is_tegra
 
@@ -52,45 +52,6 @@ class Route(str, enum.Enum):
     LOCAL = "local"  # a find-links folder or file:// index on this machine that holds the build
     FALLBACK = "fallback"  # another index, because the usual one did not answer
     OFFLINE = "offline"  # nothing reachable has it: download the wheel elsewhere
-
-
-@dataclass(frozen=True)
-class InstallTarget:
-    os: str  # linux, windows, macos
-    machine: str = "x86_64"
-    python: str | None = None  # "3.11"
-    driver_version: str | None = None  # None: no usable NVIDIA driver
-    gpu_capabilities: tuple[Capability, ...] = ()
-    torch: str | None = None  # a wanted release ("2.5.1" or "2.5"), else the newest that fits
-    want_cuda: bool | None = None  # None: CUDA when an NVIDIA GPU and driver are there
-    python_launcher: tuple[str, ...] = ("pip3",)  # ("/env/bin/python", "-m", "pip") for check
-    variant: str | None = None  # an explicit build ("cpu", "cu121", "rocm6.2"); None: choose
-    manager: str = "pip"
-    driver_cuda: str | None = None  # the driver's own CUDA version (NVML), when known
-    gpu_names: tuple[str, ...] = ()  # labels for gpu_capabilities, same order
-    mirror: MirrorChoice | None = None
-    installed_torch: str | None = None  # the torch already in the environment (check's fixes)
-    native_only: bool = False  # skip builds the driver runs only through minor-version compatibility
-    sources: Sources | None = None  # where the manager will look; None: as the official command says
-    notes: tuple[str, ...] = ()  # what the request left unplaced (an unknown --gpu), said first
-    # AMD and Intel GPUs (the gpu_vendors probe, or --gpu gfx1100 / --gpu xpu): with no NVIDIA GPU
-    # asking for CUDA, the plan is a rocmX.Y build that serves these gfx targets, or the xpu build.
-    gfx_targets: tuple[str, ...] = ()
-    want_xpu: bool = False
-    amd_target_unknown: bool = False  # an AMD GPU given by a name envdoctor has no gfx target for
-    # Whether variant/want_cuda are the user's words (--cuda): only then does the plan say "as
-    # asked"; check's fixes set them from the facts, and nobody asked.
-    asked: bool = True
-
-    @property
-    def platform(self) -> str:
-        return knowledge.platform_key(self.os, self.machine)
-
-    def gpu_label(self, index: int) -> str:
-        capability = sm(self.gpu_capabilities[index])
-        if index < len(self.gpu_names) and self.gpu_names[index] != capability:
-            return f"{self.gpu_names[index]} ({capability})"
-        return capability
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from envdoctor import knowledge
 from envdoctor.knowledge import Release, gpu_vendors, mirrors, parse_driver, parse_version
 from envdoctor.knowledge.archs import Capability
 from envdoctor.knowledge.gpus import GpuSpec, parse_gpu
-from envdoctor.lazy_re import Lazy
+from envdoctor.util.lazy_re import Lazy
 
 OS_NAMES = {
     "linux": "linux",

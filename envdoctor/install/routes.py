@@ -40,7 +40,7 @@ from envdoctor.knowledge.mirrors import IndexStatus
 from envdoctor.shell import join
 
 if TYPE_CHECKING:
-    from envdoctor.install.plan import InstallTarget
+    from envdoctor.install.target import InstallTarget
 
 
 @dataclass(frozen=True)
@@ -418,7 +418,7 @@ def _read_from_the_used_index(release: Release, sources: Sources) -> bool:
     overlay added was read from the index `envdoctor update` was given (a mirror, a loopback test
     index), which need not be the one pip is configured with: then nothing is claimed of it."""
     from envdoctor.knowledge.overlay import read_from
-    from envdoctor.update.refresh import safe_url
+    from envdoctor.util.urls import safe_url
 
     recorded = read_from(release.torch)
     if recorded is None:

@@ -23,14 +23,20 @@ from packaging.version import Version
 
 from envdoctor import knowledge
 from envdoctor.knowledge import Release
-from envdoctor.lazy_re import Lazy
-from envdoctor.pep503 import normalize_name
+from envdoctor.util.lazy_re import Lazy
+from envdoctor.util.pep503 import normalize_name
 
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
 
-    from envdoctor.probes.mirrors import CondaConfig, PipConfig, UvConfig
-    from envdoctor.probes.sources import ConstraintFile, ReachCheck, SourcesFacts
+    from envdoctor.model.sources import (
+        CondaConfig,
+        ConstraintFile,
+        PipConfig,
+        ReachCheck,
+        SourcesFacts,
+        UvConfig,
+    )
 
 TORCH_PACKAGES = ("torch", "torchvision", "torchaudio")
 PIP_CONSTRAINT = "pip's constraint"
@@ -322,8 +328,7 @@ def wheel_filename(
 
 
 def _lift(path: str, line: int, origin: str) -> str:
-    from envdoctor.probes.mirrors import is_variable
-    from envdoctor.probes.sources import UV_CONSTRAINT_SETTINGS
+    from envdoctor.model.sources import UV_CONSTRAINT_SETTINGS, is_variable
 
     if is_variable(origin):
         return f"unset ${origin}, or remove line {line} of {path}"
@@ -386,7 +391,7 @@ def _uv_sources(uv: UvConfig) -> tuple[Source | None, list[Source]]:
 
 
 def answer_of(check: ReachCheck) -> Answer:
-    from envdoctor.probes.sources import ReachStatus
+    from envdoctor.model.sources import ReachStatus
 
     reach = {ReachStatus.REACHABLE: Reach.REACHABLE, ReachStatus.UNREACHABLE: Reach.UNREACHABLE}
     return Answer(check.url, reach.get(check.status, Reach.UNCHECKED), check.detail)
@@ -401,7 +406,7 @@ def from_facts(
     default_index: str | None = None,
 ) -> Sources:
     """The planner's Sources from the mirrors probe's configuration and the sources probe's look."""
-    from envdoctor.probes.sources import ListingKind, ListingStatus
+    from envdoctor.model.sources import ListingKind, ListingStatus
 
     index: Source | None = None
     extra: list[Source] = []

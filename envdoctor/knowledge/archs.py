@@ -13,10 +13,11 @@ from functools import cache
 
 from packaging.version import Version
 
-from envdoctor.knowledge import Release, load_table
+from envdoctor.knowledge import overlay
 from envdoctor.knowledge.provenance import Provenance, provenance
-from envdoctor.limits import small_int
-from envdoctor.shared_types import TextEnum
+from envdoctor.knowledge.tables import Release, load_table
+from envdoctor.model.types import TextEnum
+from envdoctor.util.limits import small_int
 
 Capability = tuple[int, int]
 
@@ -106,10 +107,11 @@ def arch_list(torch: Release, variant: str, platform: str) -> ArchList | None:
     return _overlay_arch_list(torch, variant, machine, with_ptx)
 
 
+overlay.derived(arch_list.cache_clear)
+
+
 def _overlay_arch_list(torch: Release, variant: str, machine: str, with_ptx: bool) -> ArchList | None:
     """A release `envdoctor update` added: its list is assumed, carried forward from a known build."""
-    from envdoctor.knowledge import overlay
-
     found = overlay.arch_list(torch.torch, variant, machine)
     if found is None:
         return None

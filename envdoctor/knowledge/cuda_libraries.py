@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from envdoctor.knowledge import load_table
-from envdoctor.limits import small_int
+from envdoctor.util.limits import small_int
 
 _TABLE = "cuda_libraries.json"
 # nvidia_cudnn_cu12-9.1.0.70.dist-info -> ("cudnn", "9.1.0.70"); cu13 wheels drop the suffix.

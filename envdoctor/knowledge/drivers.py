@@ -17,8 +17,8 @@ from envdoctor.knowledge import (
     parse_driver,
     variant_cuda,
 )
-from envdoctor.limits import small_int
-from envdoctor.shared_types import TextEnum
+from envdoctor.model.types import TextEnum
+from envdoctor.util.limits import small_int
 
 
 class DriverKind(TextEnum):

@@ -8,7 +8,7 @@ from functools import cache
 from typing import Any
 
 from envdoctor.knowledge import load_table
-from envdoctor.model import Fix
+from envdoctor.model.findings import Fix
 
 _TABLE = "gpu_access.json"
 

@@ -14,7 +14,7 @@ from functools import cache
 from packaging.version import Version
 
 from envdoctor import knowledge
-from envdoctor.knowledge import load_table
+from envdoctor.knowledge import load_table, overlay
 from envdoctor.knowledge.archs import (
     ArchList,
     Capability,
@@ -100,6 +100,9 @@ def wheel_builds(platform: str = LINUX_X86_64) -> tuple[WheelBuild, ...]:
             if arch is not None:
                 found.setdefault((release.series, variant), WheelBuild(release.series, variant, arch))
     return tuple(sorted(found.values(), key=lambda b: (b.version, b.cuda_number)))
+
+
+overlay.derived(wheel_builds.cache_clear)
 
 
 def closest_build(series: str, variant: str, platform: str = LINUX_X86_64) -> WheelBuild | None:

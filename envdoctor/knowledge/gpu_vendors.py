@@ -10,7 +10,7 @@ from functools import cache
 
 from envdoctor.knowledge import load_table, parse_version
 from envdoctor.knowledge.provenance import Provenance, provenance
-from envdoctor.lazy_re import Lazy
+from envdoctor.util.lazy_re import Lazy
 
 _GFX = Lazy(r"^gfx([0-9]{1,2})([0-9a-f])([0-9a-f])$")
 _OVERRIDE = Lazy(r"^\s*([0-9]{1,2})\.([0-9]{1,2})\.([0-9]{1,2})\s*$")

@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 from envdoctor.knowledge import load_table
 from envdoctor.knowledge.provenance import references
-from envdoctor.shared_types import TextEnum
+from envdoctor.model.types import TextEnum
 
 OFFICIAL_WHEEL_BASE = "https://download.pytorch.org/whl"
 

@@ -16,7 +16,7 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from packaging.version import Version
 
-    from envdoctor.knowledge import Release
+    from envdoctor.knowledge.tables import Release
 
 SCHEMA = "envdoctor.overlay/1"
 FILE_NAME = "releases-overlay.json"
@@ -33,7 +33,7 @@ FILE_NAME = "releases-overlay.json"
 def overlay_path(environ: Mapping[str, str] | None = None) -> str | None:
     """releases-overlay.json in envdoctor's cache folder (the one the rule catalogue uses:
     $ENVDOCTOR_CACHE_DIR, %LOCALAPPDATA%, ~/Library/Caches, $XDG_CACHE_HOME or ~/.cache)."""
-    from envdoctor.rule_catalogue import cache_dir
+    from envdoctor.paths import cache_dir
 
     folder = cache_dir(os.environ if environ is None else environ)
     return os.path.join(folder, FILE_NAME) if folder else None
@@ -192,7 +192,7 @@ def added_releases(builtin: tuple[Release, ...]) -> tuple[Release, ...]:
     found = current()
     if found is None:
         return ()
-    from envdoctor.knowledge import parse_version, release_from_row
+    from envdoctor.knowledge.tables import parse_version, release_from_row
 
     known = {r.version for r in builtin}
     added: dict[Version, Release] = {}
@@ -251,12 +251,17 @@ def write(data: Mapping[str, Any], path: str) -> None:
         raise
 
 
+_FORGET: list[Callable[[], object]] = []  # the caches of what was derived from the overlay
+
+
+def derived(clear: Callable[[], object]) -> None:
+    """Register the cache-clear of a table derived from the overlay: `forget` empties it too (the
+    modules that derive say so themselves, so the overlay needs to know none of them)."""
+    _FORGET.append(clear)
+
+
 def forget() -> None:
     """Drop what this process read (after an update wrote a new overlay, or between tests)."""
-    from envdoctor import knowledge
-    from envdoctor.knowledge import archs, gpu_compute
-
     current.cache_clear()
-    knowledge.releases.cache_clear()
-    archs.arch_list.cache_clear()
-    gpu_compute.wheel_builds.cache_clear()
+    for clear in _FORGET:
+        clear()

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from envdoctor.lazy_re import Lazy
+from envdoctor.util.lazy_re import Lazy
 
 # A URL, or a file in a public repository at a commit: owner/repo@<hex>:path.
 PUBLIC_REFERENCE = Lazy(r"^(?:https?://\S+|[A-Za-z0-9][\w.-]*/[\w.-]+@[0-9a-f]{7,40}:\S+)$")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from envdoctor.lazy_re import Lazy
+from envdoctor.util.lazy_re import Lazy
 
 
 class ConfigSyntaxError(Exception):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envdoctor.host.base import Host
-from envdoctor.host.ending import ChildEnding
+from envdoctor.host.ending import ending_of_outcome
 from envdoctor.knowledge import gpu_access as facts_table
 from envdoctor.probes.base import NotApplicable, ProbeContext, ProbeSpec
 
@@ -162,7 +162,7 @@ def _gpu_states(ctx: ProbeContext) -> tuple[tuple[GpuState, ...], str | None]:
     outcome = host.python_json(host.own_python, "gpu_state_probe.py", (), timeout)
     records = [r for r in outcome.records if r.get("record") == "gpu_state"]
     if not records:
-        ending = ChildEnding.of_outcome(outcome, limit=timeout)
+        ending = ending_of_outcome(outcome, limit=timeout)
         return (), f"the NVML state query {ending.describe()}"
     record = records[-1]
     gpus = tuple(gpu_state_from_record(raw) for raw in record.get("gpus") or () if isinstance(raw, dict))

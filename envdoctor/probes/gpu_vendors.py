@@ -12,11 +12,11 @@ import re
 from dataclasses import dataclass, replace
 
 from envdoctor.host.base import Host
-from envdoctor.host.ending import ChildEnding
+from envdoctor.host.ending import ending_of_result
 from envdoctor.knowledge import gpu_vendors as known
-from envdoctor.limits import small_int
+from envdoctor.model.types import TextEnum
 from envdoctor.probes.base import NotApplicable, ProbeContext, ProbeSpec
-from envdoctor.shared_types import TextEnum
+from envdoctor.util.limits import small_int
 
 DRM = "/sys/class/drm"
 KFD_NODES = "/sys/class/kfd/kfd/topology/nodes"
@@ -231,7 +231,7 @@ def _rocminfo(host: Host, timeout: float) -> tuple[ToolRun, list[tuple[str, str 
         return ToolRun("rocminfo", ToolStatus.NOT_FOUND), []
     result = host.run([path], timeout)
     if result.timed_out:
-        ending = ChildEnding.of_result(result, limit=timeout)
+        ending = ending_of_result(result, limit=timeout)
         return ToolRun("rocminfo", ToolStatus.TIMED_OUT, f"rocminfo {ending.describe()} and was stopped"), []
     if not result.ok:
         said = result.stderr.strip() or result.stdout.strip() or result.start_error or "failed"

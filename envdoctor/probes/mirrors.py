@@ -17,168 +17,33 @@ import ntpath
 import posixpath
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from envdoctor.host.base import Host
-from envdoctor.lazy_re import Lazy
+from envdoctor.model.sources import (
+    DIRECTORY,
+    LOADED,
+    MALFORMED,
+    MISSING,
+    SKIPPED,
+    UNREADABLE,
+    CondaConfig,
+    CondaSetting,
+    ConfigFile,
+    ConfigStatus,
+    MirrorFacts,
+    PipConfig,
+    PipSetting,
+    UvConfig,
+    UvIndex,
+    UvSetting,
+    is_variable,
+)
 from envdoctor.probes.base import ProbeContext, ProbeSpec
 from envdoctor.probes.config_files import ConfigSyntaxError, parse_ini, parse_toml, parse_yaml
-from envdoctor.redact import MASK, is_secret_name, learn
-from envdoctor.shared_types import TextEnum
 from envdoctor.target import PythonInfo
-
-
-class ConfigStatus(TextEnum):
-    """What became of one configuration file."""
-
-    LOADED = "loaded"
-    MISSING = "missing"
-    UNREADABLE = "unreadable"
-    DIRECTORY = "directory"  # a folder where the tool expects a file
-    MALFORMED = "malformed"
-    SKIPPED = "skipped"  # present, but the tool does not read it in this set-up
-
-
-# The short names the probe, its rules and tests compare with.
-LOADED = ConfigStatus.LOADED
-MISSING = ConfigStatus.MISSING
-UNREADABLE = ConfigStatus.UNREADABLE
-DIRECTORY = ConfigStatus.DIRECTORY
-MALFORMED = ConfigStatus.MALFORMED
-SKIPPED = ConfigStatus.SKIPPED
-
-
-@dataclass(frozen=True)
-class ConfigFile:
-    """One file a tool reads (or would read), and what became of it."""
-
-    tool: str  # pip, conda, uv
-    level: str  # pip: global|user|site|env; conda: search-path|condarc; uv: project|user|system|config-file
-    path: str
-    status: ConfigStatus
-    error: str | None = None
-    line: int | None = None
-    named_by: str | None = None  # the variable that names this file: PIP_CONFIG_FILE, CONDARC, ...
-
-
-@dataclass(frozen=True)
-class PipSetting:
-    section: str  # "global", "install", ... or ":env:" for PIP_* variables
-    key: str  # normalised as pip does: "index-url"
-    value: str
-    origin: str  # the file, or the variable ("PIP_INDEX_URL")
-    line: int | None = None
-
-    @property
-    def items(self) -> tuple[str, ...]:
-        """The whitespace-separated values pip makes of an append option (extra-index-url, ...)."""
-        return tuple(self.value.split())
-
-    @property
-    def from_env(self) -> bool:
-        return self.section == ":env:"
-
-
-@dataclass(frozen=True)
-class PipConfig:
-    files: tuple[ConfigFile, ...] = ()  # in pip's override order: global, user, site, env
-    settings: tuple[PipSetting, ...] = ()  # everything read, in load order (later wins)
-    effective: tuple[PipSetting, ...] = ()  # what `pip install` uses: one per key
-    config_file_env: str | None = None  # PIP_CONFIG_FILE as set
-    files_disabled: bool = False  # PIP_CONFIG_FILE=os.devnull: pip reads no file at all
-    pip_version: str | None = None  # of the target environment, from its dist-info
-
-    def get(self, key: str) -> PipSetting | None:
-        for setting in self.effective:
-            if setting.key == key:
-                return setting
-        return None
-
-    def flag(self, key: str) -> bool:
-        """A switch such as no-index, read as pip reads it (strtobool: 1/yes/true/on)."""
-        setting = self.get(key)
-        return setting is not None and setting.value.strip().lower() in ("1", "y", "yes", "t", "true", "on")
-
-
-@dataclass(frozen=True)
-class CondaSetting:
-    key: str  # channels, default_channels, custom_channels, channel_alias, channel_priority
-    origin: str
-    line: int | None = None
-    items: tuple[str, ...] = ()  # channels, default_channels
-    pairs: tuple[tuple[str, str], ...] = ()  # custom_channels: (channel name, base URL)
-    value: str | None = None  # channel_alias, channel_priority
-
-
-@dataclass(frozen=True)
-class CondaConfig:
-    files: tuple[ConfigFile, ...] = ()  # the files that exist, in conda's search order
-    settings: tuple[CondaSetting, ...] = ()  # in search order, CONDA_* variables last
-    in_use: bool = False  # a conda target, an active conda, or any .condarc
-
-    def _of(self, key: str) -> tuple[CondaSetting, ...]:
-        return tuple(s for s in self.settings if s.key == key)
-
-    def merged_list(self, key: str) -> tuple[tuple[str, CondaSetting], ...]:
-        """A list setting as conda merges it: later sources first, duplicates dropped."""
-        seen: set[str] = set()
-        merged = []
-        for setting in reversed(self._of(key)):
-            for item in setting.items:
-                if item not in seen:
-                    seen.add(item)
-                    merged.append((item, setting))
-        return tuple(merged)
-
-    def last(self, key: str) -> CondaSetting | None:
-        found = self._of(key)
-        return found[-1] if found else None
-
-    def custom_channels(self) -> tuple[tuple[str, str, CondaSetting], ...]:
-        """(name, base URL, where) with later sources overriding a name."""
-        merged: dict[str, tuple[str, CondaSetting]] = {}
-        for setting in self._of("custom_channels"):
-            for name, url in setting.pairs:
-                merged[name] = (url, setting)
-        return tuple((name, url, setting) for name, (url, setting) in merged.items())
-
-
-@dataclass(frozen=True)
-class UvIndex:
-    url: str
-    origin: str  # file or variable
-    via: str  # index, index-url, extra-index-url, find-links, pip.index-url, ...
-    name: str | None = None
-    default: bool = False
-    explicit: bool = False
-    flat: bool = False  # format = "flat": a find-links style listing
-    line: int | None = None
-
-
-@dataclass(frozen=True)
-class UvSetting:
-    key: str  # index-strategy, torch-backend, no-index (prefixed "pip." from the [pip] table)
-    value: str
-    origin: str
-    line: int | None = None
-
-
-@dataclass(frozen=True)
-class UvConfig:
-    files: tuple[ConfigFile, ...] = ()
-    indexes: tuple[UvIndex, ...] = ()
-    settings: tuple[UvSetting, ...] = ()
-    files_disabled: bool = False  # UV_NO_CONFIG
-
-
-@dataclass(frozen=True)
-class MirrorFacts:
-    pip: PipConfig
-    conda: CondaConfig
-    uv: UvConfig
-    home: str | None = None  # to shorten paths in the summary line
-
+from envdoctor.util.lazy_re import Lazy
+from envdoctor.util.redact import MASK, is_secret_name, learn
 
 # ---------------------------------------------------------------------------------------------
 # shared helpers
@@ -778,14 +643,6 @@ def short_path(path: str, home: str | None) -> str:
     if home and len(path) > len(home) and path.startswith(home) and path[len(home)] in "/\\":
         return "~" + path[len(home) :]
     return path
-
-
-_VARIABLE = Lazy(r"[A-Z][A-Z0-9_]*")
-
-
-def is_variable(origin: str) -> bool:
-    """Whether a setting's origin is an environment variable (else it is a file path)."""
-    return bool(_VARIABLE.fullmatch(origin))
 
 
 def origin_text(origin: str, home: str | None) -> str:

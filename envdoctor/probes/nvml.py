@@ -12,11 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from envdoctor.host.base import Host
-from envdoctor.host.ending import ChildEnding, EndingKind
+from envdoctor.host.ending import ending_of_outcome, ending_of_result
 from envdoctor.knowledge import archs
-from envdoctor.limits import small_int
+from envdoctor.model.ending import EndingKind
+from envdoctor.model.types import TextEnum
 from envdoctor.probes.base import NotApplicable, ProbeContext, ProbeSpec
-from envdoctor.shared_types import TextEnum
+from envdoctor.util.limits import small_int
 
 NVIDIA_PCI_VENDOR = "0x10de"
 PCI_DEVICES = "/sys/bus/pci/devices"
@@ -176,7 +177,7 @@ def _from_smi(
         detail = query.stderr.strip() or query.stdout.strip() or query.start_error or "failed"
         status = NvmlStatus.ERROR
         if query.timed_out:  # named, so a hung driver is not just "failed"
-            ending = ChildEnding.of_result(query, limit=timeout)
+            ending = ending_of_result(query, limit=timeout)
             detail = f"{why}; then {path} {ending.describe()} and was stopped"
         if "couldn't communicate" in detail.lower():
             status = NvmlStatus.DRIVER_NOT_LOADED
@@ -215,7 +216,7 @@ def collect(ctx: ProbeContext) -> NvmlFacts:
             return facts
         why = f"pynvml could not load ({facts.error})"
     else:
-        ending = ChildEnding.of_outcome(outcome, limit=child_timeout)
+        ending = ending_of_outcome(outcome, limit=child_timeout)
         said = ending.last_output(width=300) if ending.kind is EndingKind.EXITED else ""
         why = f"the NVML query {ending.describe()}" + (f": {said}" if said else "")
     smi = _nvidia_smi(host)

@@ -11,116 +11,48 @@ nothing of the network.
 
 from __future__ import annotations
 
-import enum
 import functools
 import ntpath
 import posixpath
 import re
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from envdoctor.host.base import Host
-from envdoctor.lazy_re import Lazy
+from envdoctor.model.sources import (
+    LOADED,
+    PYTORCH_WHEELS,
+    UV_CONSTRAINT_SETTINGS,
+    UV_CONSTRAINT_VARIABLES,
+    ConstraintFile,
+    ConstraintLine,
+    ListingKind,
+    ListingStatus,
+    PipConfig,
+    ReachCheck,
+    ReachStatus,
+    SourceListing,
+    SourcesFacts,
+    UvConfig,
+    UvRoute,
+    is_variable,
+)
 from envdoctor.probes.base import ProbeContext, ProbeSpec
 from envdoctor.probes.config_files import ConfigSyntaxError, parse_toml
-from envdoctor.probes.mirrors import (
-    LOADED,
-    PipConfig,
-    UvConfig,
-    collect_pip,
-    collect_uv,
-    is_variable,
-    short_path,
-)
-from envdoctor.redact import learn
+from envdoctor.probes.mirrors import collect_pip, collect_uv, short_path
 from envdoctor.target import PythonInfo
 from envdoctor.util import threads
+from envdoctor.util.lazy_re import Lazy
+from envdoctor.util.redact import learn
 
 REACH_SECONDS = 2.0
 PROJECTS = ("torch", "torchvision", "torchaudio")
-PYTORCH_WHEELS = "https://download.pytorch.org/whl/"
 _MAX_REACH = 6  # remote indexes asked at most; PyTorch's comes first
 _WHEEL = Lazy(r"^(torch|torchvision|torchaudio)-[^/]*\.whl$", re.IGNORECASE)
 _HREF = Lazy(r"""href\s*=\s*["']([^"']+)["']""", re.IGNORECASE)
 _REQUIREMENT = Lazy(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*([<>=!~][^;#]*)?")
-
-
-class ListingKind(str, enum.Enum):
-    FIND_LINKS = "find-links"
-    INDEX = "index"  # a PEP 503 simple index: <root>/<project>/
-
-
-class ListingStatus(str, enum.Enum):
-    LISTED = "listed"
-    MISSING = "missing"
-    UNREADABLE = "unreadable"
-
-
-class ReachStatus(str, enum.Enum):
-    REACHABLE = "reachable"
-    UNREACHABLE = "unreachable"
-    NOT_CHECKED = "not-checked"
-
-
-@dataclass(frozen=True)
-class SourceListing:
-    """A local source and the torch wheels it lists."""
-
-    tool: str  # pip, uv
-    kind: ListingKind
-    url: str  # as configured
-    origin: str  # the file or variable that configures it
-    path: str  # the folder on this machine
-    status: ListingStatus
-    files: tuple[str, ...] = ()  # wheel file names of torch, torchvision, torchaudio
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class ConstraintLine:
-    project: str  # as written
-    specifier: str  # "<=2.14.1"
-    line: int
-
-
-@dataclass(frozen=True)
-class ConstraintFile:
-    path: str
-    origin: str  # the file or variable that names it
-    status: ListingStatus
-    lines: tuple[ConstraintLine, ...] = ()  # those that name torch, torchvision or torchaudio
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class ReachCheck:
-    url: str
-    status: ReachStatus
-    detail: str = ""
-    seconds: float = 0.0
-
-
-@dataclass(frozen=True)
-class UvRoute:
-    """[tool.uv.sources]: a package uv takes only from the named index."""
-
-    package: str
-    index: str
-    origin: str
-
-
-@dataclass(frozen=True)
-class SourcesFacts:
-    listings: tuple[SourceListing, ...] = ()
-    constraints: tuple[ConstraintFile, ...] = ()
-    reach: tuple[ReachCheck, ...] = ()
-    offline: bool = False
-    home: str | None = None
-    uv_routes: tuple[UvRoute, ...] = ()
-    uv_constraints: tuple[ConstraintFile, ...] = ()  # UV_CONSTRAINT/UV_OVERRIDE, [tool.uv] settings
 
 
 # --- local listings -------------------------------------------------------------------------------
@@ -290,16 +222,6 @@ def read_constraints(host: Host, os_name: str, pip: PipConfig | None) -> tuple[C
             continue  # a constraint URL: pip fetches it; envdoctor does not
         found.append(_constraint_file(host, path, setting.origin))
     return tuple(found)
-
-
-# uv's own constraints (docs.astral.sh/uv/reference/settings and .../environment):
-# `constraint-dependencies` and `override-dependencies` in uv.toml or [tool.uv], which `uv pip
-# install` and `uv add` apply (astral-sh/uv#5248, #16215), and the files UV_CONSTRAINT and
-# UV_OVERRIDE name (space-separated, as --constraint/--override). uv reads no PIP_CONSTRAINT
-# (astral-sh/uv#10686). Constraints add up; an override replaces the requirement it names, so a
-# pin it does not allow is installed at the override's version instead: both reject the pin.
-UV_CONSTRAINT_VARIABLES = ("UV_CONSTRAINT", "UV_OVERRIDE")
-UV_CONSTRAINT_SETTINGS = ("constraint-dependencies", "override-dependencies")
 
 
 def _uv_setting_lines(text: str, values: Sequence[str]) -> tuple[ConstraintLine, ...]:

@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from envdoctor.host.base import CommandResult, Host
-from envdoctor.host.ending import ChildEnding, EndingKind
+from envdoctor.host.ending import ending_of_result
 from envdoctor.knowledge import cuda_libraries
-from envdoctor.limits import small_int
+from envdoctor.model.ending import EndingKind
 from envdoctor.probes.base import CheckOptions, NotApplicable, ProbeContext, ProbeSpec
+from envdoctor.util.limits import small_int
 
 _NVCC_TIMEOUT = 10.0
 _RELEASE = re.compile(r"release (\d+\.\d+)(?:, V(\d+(?:\.\d+)+))?")
@@ -225,7 +226,7 @@ def _nvcc_outcome(
     nvcc: str, result: CommandResult, timeout: float
 ) -> tuple[str | None, str | None, str | None]:
     if not result.ok:
-        ending = ChildEnding.of_result(result, limit=timeout)
+        ending = ending_of_result(result, limit=timeout)
         said = ending.last_output(width=300) if ending.kind is not EndingKind.TIMEOUT else ""
         # The path names which nvcc hung (PATH's or CUDA_HOME's may be another file).
         shown = nvcc if ending.kind is EndingKind.TIMEOUT else "nvcc"

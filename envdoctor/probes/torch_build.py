@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from envdoctor.host.base import ChildOutcome
-from envdoctor.host.ending import ChildEnding
-from envdoctor.limits import small_int
-from envdoctor.model import TextEnum
-from envdoctor.pep503 import normalize_name
+from envdoctor.model.ending import ChildEnding
+from envdoctor.model.findings import TextEnum
 from envdoctor.probes import torch_smoke as smoke_facts
 from envdoctor.probes.base import CheckOptions, ProbeContext, ProbeSpec
 from envdoctor.probes.torch_smoke import SmokeFacts
+from envdoctor.util.limits import small_int
+from envdoctor.util.pep503 import normalize_name
 
 _MARGIN = 2.0  # seconds left to the engine after the child's own timeout (a quarter, if less)
 _KILL_ROOM = 0.25  # seconds to kill a hung child and collect its output

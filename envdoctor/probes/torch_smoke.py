@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from envdoctor.host.base import ChildOutcome
-from envdoctor.host.ending import ChildEnding
-from envdoctor.model import TextEnum
+from envdoctor.host.ending import ending_of_outcome
+from envdoctor.model.findings import TextEnum
 
 
 class StepStatus(TextEnum):
@@ -229,7 +229,7 @@ def _stopped_step(pending: Mapping[str, Any], how: StepStatus, outcome: ChildOut
             timeout=timeout,
             error=SmokeError("Timeout", message),
         )
-    ending = ChildEnding.of_outcome(outcome)
+    ending = ending_of_outcome(outcome)
     message = f"the process {ending.describe()} during this step"
     tail = ending.last_output(width=500)
     if tail:

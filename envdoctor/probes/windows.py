@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from envdoctor.host.base import ChildOutcome, Host
-from envdoctor.host.ending import ChildEnding, EndingKind
+from envdoctor.host.ending import ending_of_outcome
 from envdoctor.knowledge import cuda_libraries
 from envdoctor.knowledge import windows as knowledge
-from envdoctor.limits import small_int
-from envdoctor.model import TextEnum
+from envdoctor.model.ending import EndingKind
+from envdoctor.model.findings import TextEnum
 from envdoctor.probes.base import NotApplicable, ProbeContext, ProbeSpec
+from envdoctor.util.limits import small_int
 
 _CHILD_TIMEOUT = 30.0
 
@@ -156,7 +157,7 @@ def _dll_load(
     reports = [r for r in outcome.records if r.get("record") == "dll"]
     stages = [str(r.get("dll")) for r in outcome.records if r.get("record") == "stage"]
     if not reports:
-        ending = ChildEnding.of_outcome(outcome, limit=timeout)
+        ending = ending_of_outcome(outcome, limit=timeout)
         status = _STATUS_BY_ENDING[ending.kind]
         said = ending.last_output(width=300) if status == DllStatus.CRASHED else ""
         error = f"the DLL check {ending.describe()}" + (f": {said}" if said else "")

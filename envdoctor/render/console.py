@@ -10,10 +10,10 @@ from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
-from envdoctor.model import Finding, Report, Severity
-from envdoctor.redact import redact
-from envdoctor.serde import to_data
-from envdoctor.words import in_words
+from envdoctor.model.findings import Finding, Report, Severity
+from envdoctor.util.redact import redact
+from envdoctor.util.serde import to_data
+from envdoctor.util.words import in_words
 
 _MARKS = {
     Severity.OK: ("✓", "green"),
@@ -22,7 +22,7 @@ _MARKS = {
     Severity.ERROR: ("✗", "red"),
 }
 _ASCII_MARKS = {"✓": "OK", "!": "!", "✗": "X", "·": "-", "—": "-", "$": "$"}
-_FINDING_MARKS = {
+FINDING_MARKS = {
     Severity.INFO: ("i", "cyan"),
     Severity.WARNING: ("!", "yellow"),
     Severity.ERROR: ("✗", "red"),
@@ -51,7 +51,7 @@ def make_console(
     )
 
 
-class _Glyphs:
+class Glyphs:
     def __init__(self, console: Console) -> None:
         encoding = (console.encoding or "utf-8").lower()
         try:
@@ -141,7 +141,7 @@ def _readable(value: object, key: str, depth: int, lines: list[str]) -> None:
     lines.append(f"{pad}{_words(key)}: {text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 3] + '...'}")
 
 
-class _Printer:
+class Printer:
     """Prints lines, wrapped to the console's width with a hanging indent when `wrap` is on (a
     terminal): words are never split, continuation lines start under the text, not the mark.
     Commands and links are never wrapped (`raw`): they must stay copy-pasteable."""
@@ -192,9 +192,9 @@ def _hang(line: str, extra: int = 2) -> int:
     return len(line) - len(line.lstrip(" ")) + extra
 
 
-def _consequence(out: _Printer, glyph: _Glyphs, finding: Finding, verbose: bool) -> None:
+def _consequence(out: Printer, glyph: Glyphs, finding: Finding, verbose: bool) -> None:
     """A finding folded under its root cause: one line, its details only with -v."""
-    mark, style = _FINDING_MARKS[finding.severity]
+    mark, style = FINDING_MARKS[finding.severity]
     out.line(
         Text.assemble(
             ("       ", ""),
@@ -210,8 +210,8 @@ def _consequence(out: _Printer, glyph: _Glyphs, finding: Finding, verbose: bool)
             out.line(Text("         " + line, style="dim"), hang=_hang("         " + line))
 
 
-def _finding(out: _Printer, glyph: _Glyphs, finding: Finding, verbose: bool) -> None:
-    mark, style = _FINDING_MARKS[finding.severity]
+def finding_block(out: Printer, glyph: Glyphs, finding: Finding, verbose: bool) -> None:
+    mark, style = FINDING_MARKS[finding.severity]
     out.line(
         Text.assemble(
             (f" {glyph(mark)} ", style),
@@ -238,8 +238,8 @@ def _finding(out: _Printer, glyph: _Glyphs, finding: Finding, verbose: bool) -> 
 def render_console(report: Report, console: Console, verbose: bool = False, wrap: bool = False) -> None:
     """The report on `console`; `wrap`: fold long lines to its width (a terminal's)."""
     report = redact(report)
-    glyph = _Glyphs(console)
-    out = _Printer(console, wrap)
+    glyph = Glyphs(console)
+    out = Printer(console, wrap)
     source = "" if report.source == "live" else f" (from snapshot {report.source})"
     out.line(
         Text.assemble(
@@ -280,7 +280,7 @@ def render_console(report: Report, console: Console, verbose: bool = False, wrap
         out.blank()
         out.line(Text("Findings", style="bold underline"))
         for finding in report.primary:
-            _finding(out, glyph, finding, verbose)
+            finding_block(out, glyph, finding, verbose)
             consequences = report.consequences(finding)
             if consequences:
                 out.line(Text("     Caused by this (fixed by the fix above):", style="bold"), hang=5)
@@ -292,7 +292,7 @@ def render_console(report: Report, console: Console, verbose: bool = False, wrap
     out.line(_summary(report, glyph), hang=2)
 
 
-def _summary(report: Report, glyph: _Glyphs) -> Text:
+def _summary(report: Report, glyph: Glyphs) -> Text:
     counts = {s: sum(1 for f in report.primary if f.severity is s) for s in Severity}
     folded = len(report.findings) - len(report.primary)
     parts = []

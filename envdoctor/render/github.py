@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from envdoctor.model import Report
+from envdoctor.model.findings import Report
 from envdoctor.render.json_report import report_to_data
 from envdoctor.render.markdown import consequences, headline, primary
 

@@ -10,9 +10,9 @@ from typing import Any
 from envdoctor.install.commands import CommandKind, command_text
 from envdoctor.install.plan import InstallPlan
 from envdoctor.install.session import Input
-from envdoctor.redact import redact, redact_text
-from envdoctor.textwidth import hanging, terminal_width
-from envdoctor.words import in_words
+from envdoctor.util.redact import redact, redact_text
+from envdoctor.util.textwidth import hanging, terminal_width
+from envdoctor.util.words import in_words
 
 SCHEMA = "envdoctor.install/1"
 

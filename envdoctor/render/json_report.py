@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from envdoctor.model import Finding, Report
-from envdoctor.redact import redact
-from envdoctor.serde import to_data
+from envdoctor.model.findings import Finding, Report
+from envdoctor.util.redact import redact
+from envdoctor.util.serde import to_data
 
 SCHEMA = "envdoctor.report/1"
 

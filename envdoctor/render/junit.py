@@ -13,7 +13,7 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from envdoctor.model import Report
+from envdoctor.model.findings import Report
 from envdoctor.render.github import annotation_message
 from envdoctor.render.json_report import report_to_data
 

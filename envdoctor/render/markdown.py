@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from envdoctor.model import Report
+from envdoctor.model.findings import Report
 from envdoctor.render.json_report import report_to_data
-from envdoctor.words import in_words
+from envdoctor.util.words import in_words
 
 MARK = {"ok": "✅", "info": "ℹ️", "warning": "⚠️", "error": "❌"}
 HEADLINE = {0: "no problems found", 1: "problems found"}

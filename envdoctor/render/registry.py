@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from envdoctor.model import Report
+    from envdoctor.model.findings import Report
 
 
 def _console(report: Report, verbose: bool) -> str:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TypeVar
 
-from envdoctor.model import Fix, Interpreter, PlatformInfo, ProbeResult, ProbeStatus, Severity
+from envdoctor.model.findings import Fix, Interpreter, PlatformInfo, ProbeResult, ProbeStatus, Severity
 
 T = TypeVar("T")
 

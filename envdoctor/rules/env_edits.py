@@ -17,7 +17,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterable, Sequence
 
-from envdoctor.model import Fix
+from envdoctor.model.findings import Fix
 
 _STARTUP_FILES = {
     "bash": "~/.bashrc ~/.bash_profile ~/.profile",

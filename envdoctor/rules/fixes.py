@@ -6,11 +6,10 @@ from envdoctor.install import plan as install
 from envdoctor.install import sources
 from envdoctor.install.commands import CommandKind, command_text
 from envdoctor.knowledge.linux_drivers import driver_install
-from envdoctor.model import Fix, FixKind
-from envdoctor.probes.mirrors import MirrorFacts
+from envdoctor.model.findings import Fix, FixKind
+from envdoctor.model.sources import MirrorFacts, SourcesFacts
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.python_env import PythonFacts
-from envdoctor.probes.sources import SourcesFacts
 from envdoctor.probes.system import SystemFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import RuleContext

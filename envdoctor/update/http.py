@@ -19,9 +19,9 @@ import urllib.request
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from envdoctor import __version__
 from envdoctor.util import threads
 from envdoctor.util.urls import host_problem, split_credentials
+from envdoctor.version import __version__
 
 REQUEST_TIMEOUT = 5.0
 WORKERS = 8

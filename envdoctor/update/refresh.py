@@ -7,7 +7,6 @@ releases this run did not see again (an index that did not answer takes nothing 
 from __future__ import annotations
 
 import time
-import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -20,6 +19,7 @@ from envdoctor.knowledge import Release
 from envdoctor.knowledge import overlay as overlay_file
 from envdoctor.update.assemble import NewRelease, assemble
 from envdoctor.update.gather import Failure, gather
+from envdoctor.util.urls import safe_url
 
 DEFAULT_DEADLINE = 30.0
 
@@ -45,16 +45,6 @@ class Outcome:
     pages: int  # project pages that answered
     metadata: int  # metadata files read
     seconds: float
-
-
-def safe_url(url: str) -> str:
-    """The URL without user:password@ (an index URL may carry credentials)."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
 
 
 def _kept(path: str, fresh: set[str]) -> tuple[list[Any], list[Any], list[Any]]:

@@ -17,7 +17,7 @@ def describe(exc: BaseException) -> str:
     """`Type: message (at function:line)`, credentials masked: for a note or a finding."""
     import traceback
 
-    from envdoctor.redact import one_line
+    from envdoctor.util.redact import one_line
 
     frames = traceback.extract_tb(exc.__traceback__)
     where = f" (at {frames[-1].name}:{frames[-1].lineno})" if frames else ""

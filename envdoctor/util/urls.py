@@ -69,3 +69,8 @@ def host_problem(url: str) -> str | None:
     if not parts.hostname:
         return "not a valid URL (no host)"
     return None
+
+
+def safe_url(url: str) -> str:
+    """`url` as it may be shown or sent: without its credentials."""
+    return split_credentials(url).url

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from envdoctor.model import ProbeStatus, Severity
+from envdoctor.model.findings import ProbeStatus, Severity
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from envdoctor.model import Fix, Severity
+from envdoctor.model.findings import Fix, Severity
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.system import SystemFacts
 from envdoctor.probes.torch_build import TorchFacts

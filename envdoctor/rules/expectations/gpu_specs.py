@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from packaging.specifiers import SpecifierSet
 
-from envdoctor.model import Fix, Severity
+from envdoctor.model.findings import Fix, Severity
 from envdoctor.probes.torch_build import TorchDevice
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.expectations.gpu_view import device_name, evidence, gpu_view, title

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from envdoctor.model import ProbeStatus
+from envdoctor.model.findings import ProbeStatus
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.nvml import describe as describe_nvml
 from envdoctor.probes.torch_build import TorchDevice, TorchFacts

@@ -4,7 +4,7 @@ family per file."""
 
 from __future__ import annotations
 
-from envdoctor.model import AreaVerdict, Expectations, Finding, Severity
+from envdoctor.model.findings import AreaVerdict, Expectations, Finding, Severity
 
 AREA = "expectations"
 AREA_TITLE = "Project expectations"

@@ -13,7 +13,7 @@ from envdoctor import knowledge
 from envdoctor.install import plan as install
 from envdoctor.knowledge.archs import CoverageKind, arch_list, coverage
 from envdoctor.knowledge.drivers import DriverKind, driver_support
-from envdoctor.model import Fix, Severity
+from envdoctor.model.findings import Fix, Severity
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.expectations.gpu_view import evidence, title, torch_problem

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from envdoctor.fleet.facts import FleetFacts, RankOutcome, RankState, Stage
 from envdoctor.fleet.words import count, names, rate
-from envdoctor.model import Fix, Severity
+from envdoctor.model.findings import Fix, Severity
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.fleet.job import who
 

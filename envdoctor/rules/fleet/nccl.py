@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 
 from envdoctor.fleet.facts import FleetFacts, RankInfo
 from envdoctor.fleet.words import count, names
-from envdoctor.model import Fix, Severity
+from envdoctor.model.findings import Fix, Severity
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 
 _TRUE = ("1", "true", "yes", "on")

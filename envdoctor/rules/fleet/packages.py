@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from envdoctor.fleet.facts import FleetFacts
 from envdoctor.fleet.words import count, names
-from envdoctor.model import Fix, Severity
+from envdoctor.model.findings import Fix, Severity
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 
 

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 
 from envdoctor.fleet.facts import NOT_INSTALLED, FleetFacts, NodeGroup, Stack
 from envdoctor.fleet.words import count, names
-from envdoctor.model import Fix, Severity
+from envdoctor.model.findings import Fix, Severity
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 
 Value = Callable[[Stack], "str | None"]

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from envdoctor.install import plan as install
 from envdoctor.knowledge import gpu_vendors as known
-from envdoctor.model import Fix
+from envdoctor.model.findings import Fix
 from envdoctor.probes.gpu_vendors import GpuVendorFacts, VendorGpu
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.torch_build import TorchFacts

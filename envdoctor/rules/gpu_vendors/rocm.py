@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from envdoctor.knowledge import gpu_vendors as known
-from envdoctor.model import Fix, Severity
+from envdoctor.model.findings import Fix, Severity
 from envdoctor.probes.gpu_vendors import KFD_DEVICE, OVERRIDE_VARIABLE, GpuVendorFacts, VendorGpu
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule

@@ -7,21 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from envdoctor.limits import FIFO_REASON
-from envdoctor.model import Fix, Severity
-from envdoctor.probes.mirrors import (
-    DIRECTORY,
-    MALFORMED,
-    MISSING,
-    UNREADABLE,
-    ConfigFile,
-    MirrorFacts,
-    origin_text,
-)
+from envdoctor.model.findings import Fix, Severity
+from envdoctor.model.sources import DIRECTORY, MALFORMED, MISSING, UNREADABLE, ConfigFile, MirrorFacts
+from envdoctor.probes.mirrors import origin_text
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.env_edits import unset_command
 from envdoctor.rules.mirrors.config_edits import python_command
 from envdoctor.shell import quote
+from envdoctor.util.limits import FIFO_REASON
 
 _LEVEL_WORDS = {
     "global": "its global file",

@@ -10,8 +10,9 @@ from packaging.version import Version
 
 from envdoctor.install import plan as install
 from envdoctor.knowledge import mirrors, parse_version
-from envdoctor.model import Fix, Severity
-from envdoctor.probes.mirrors import MirrorFacts, is_variable, origin_text
+from envdoctor.model.findings import Fix, Severity
+from envdoctor.model.sources import MirrorFacts, is_variable
+from envdoctor.probes.mirrors import origin_text
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.env_edits import unset_command

@@ -7,8 +7,9 @@ says which line to change by hand.
 
 from __future__ import annotations
 
-from envdoctor.model import Fix
-from envdoctor.probes.mirrors import PipConfig, PipSetting, origin_text
+from envdoctor.model.findings import Fix
+from envdoctor.model.sources import PipConfig, PipSetting
+from envdoctor.probes.mirrors import origin_text
 from envdoctor.rules.base import RuleContext
 from envdoctor.rules.env_edits import set_command, unset_command
 from envdoctor.shell import quote

@@ -1,6 +1,6 @@
 """Index passwords and tokens written into pip, conda and uv configuration files (ED505).
 
-envdoctor masks such values as **** in all its output (envdoctor/redact.py); this rule says
+envdoctor masks such values as **** in all its output (envdoctor/util/redact.py); this rule says
 where they are and how to move them out of the file.
 """
 
@@ -9,13 +9,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from urllib.parse import urlsplit
 
-from envdoctor.model import Fix, Severity
-from envdoctor.probes.mirrors import MirrorFacts, is_variable, origin_text
-from envdoctor.redact import has_secret, redact_text
+from envdoctor.model.findings import Fix, Severity
+from envdoctor.model.sources import MirrorFacts, is_variable
+from envdoctor.probes.mirrors import origin_text
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.env_edits import set_command
 from envdoctor.rules.mirrors.config_edits import CONDA_CONFIG_DOCS, origin_line, pip_set_commands
 from envdoctor.rules.mirrors.urls import without_credentials
+from envdoctor.util.redact import has_secret, redact_text
 
 PIP_AUTH_DOCS = "https://pip.pypa.io/en/stable/topics/authentication/"
 UV_INDEX_DOCS = "https://docs.astral.sh/uv/concepts/indexes/"

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 from envdoctor.knowledge import mirrors
 from envdoctor.knowledge.mirrors import IndexStatus, KnownIndex
-from envdoctor.model import Fix, Severity
-from envdoctor.probes.mirrors import MirrorFacts
+from envdoctor.model.findings import Fix, Severity
+from envdoctor.model.sources import MirrorFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.mirrors.config_edits import origin_line, pip_edit_fix
 from envdoctor.rules.mirrors.urls import channel_name

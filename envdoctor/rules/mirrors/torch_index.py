@@ -13,8 +13,8 @@ from dataclasses import dataclass, replace
 from envdoctor.install import plan as install
 from envdoctor.install.commands import Command, command_text, resolve_mirror
 from envdoctor.knowledge.mirrors import IndexStatus, KnownIndex
-from envdoctor.model import Fix, FixKind, Severity
-from envdoctor.probes.mirrors import MirrorFacts
+from envdoctor.model.findings import Fix, FixKind, Severity
+from envdoctor.model.sources import MirrorFacts
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule

@@ -8,7 +8,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from envdoctor.knowledge import mirrors
 from envdoctor.knowledge.mirrors import IndexKind, KnownIndex
-from envdoctor.redact import has_secret, redact_text
+from envdoctor.util.redact import has_secret, redact_text
 
 
 def _key(url: str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from envdoctor.knowledge import gpu_access as table
-from envdoctor.model import Severity
+from envdoctor.model.findings import Severity
 from envdoctor.probes.gpu_access import GpuAccessFacts
 from envdoctor.probes.nvml import NvmlFacts, NvmlStatus
 from envdoctor.probes.system import SystemFacts

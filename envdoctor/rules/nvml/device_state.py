@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from envdoctor.knowledge import gpu_access as table
-from envdoctor.model import Fix, Severity
+from envdoctor.model.findings import Fix, Severity
 from envdoctor.probes.gpu_access import NVIDIA_UVM, GpuAccessFacts, GpuState
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule

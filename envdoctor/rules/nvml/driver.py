@@ -11,7 +11,7 @@ from packaging.version import Version
 from envdoctor import knowledge
 from envdoctor.knowledge import gpu_access, parse_driver
 from envdoctor.knowledge.drivers import DriverKind, driver_support
-from envdoctor.model import Fix, Severity
+from envdoctor.model.findings import Fix, Severity
 from envdoctor.probes.gpu_vendors import GpuVendorFacts
 from envdoctor.probes.nvml import NvmlFacts, NvmlStatus
 from envdoctor.probes.system import SystemFacts

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from envdoctor import knowledge
 from envdoctor.install import plan as install
 from envdoctor.knowledge import cuda_libraries
-from envdoctor.model import Fix, Severity
+from envdoctor.model.findings import Fix, Severity
 from envdoctor.probes.toolkit import Toolkit, ToolkitFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from envdoctor.knowledge import cuda_libraries
-from envdoctor.model import Fix, Severity
+from envdoctor.model.findings import Fix, Severity
 from envdoctor.probes.python_env import PythonFacts
 from envdoctor.probes.toolkit import CudaBinEntry, LibraryCopy, ToolkitFacts
 from envdoctor.probes.torch_build import TorchFacts

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from envdoctor.model import Fix, Severity
+from envdoctor.model.findings import Fix, Severity
 from envdoctor.probes.toolkit import CudaBinEntry, ToolkitFacts
 from envdoctor.probes.windows import PATH, WindowsFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule

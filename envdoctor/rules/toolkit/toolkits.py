@@ -9,10 +9,10 @@ is information: a toolkit is never what makes a torch wheel run.
 from __future__ import annotations
 
 from envdoctor import knowledge
-from envdoctor.limits import small_int
 from envdoctor.probes.toolkit import CudaBinEntry, Toolkit, ToolkitFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import RuleContext
+from envdoctor.util.limits import small_int
 
 TOOLKIT_ARCHIVE = "https://developer.nvidia.com/cuda-toolkit-archive"
 BUNDLED = (

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from envdoctor.limits import small_int
-from envdoctor.model import Severity
+from envdoctor.model.findings import Severity
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.toolkit import Toolkit, ToolkitFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.toolkit.toolkits import BUNDLED, torch_cuda
+from envdoctor.util.limits import small_int
 
 
 def _toolkit_line(toolkit: Toolkit) -> str:

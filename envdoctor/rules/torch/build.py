@@ -9,7 +9,7 @@ from envdoctor import knowledge
 from envdoctor.install import plan as install
 from envdoctor.knowledge import gpu_compute
 from envdoctor.knowledge.drivers import DriverKind
-from envdoctor.model import Fix, Severity
+from envdoctor.model.findings import Fix, Severity
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule

@@ -27,8 +27,7 @@ from envdoctor import knowledge
 from envdoctor.install import plan as install
 from envdoctor.install.commands import choose_index
 from envdoctor.knowledge import Release
-from envdoctor.model import Fix, FixKind, Severity
-from envdoctor.pep503 import normalize_name
+from envdoctor.model.findings import Fix, FixKind, Severity
 from envdoctor.probes.python_env import PythonFacts
 from envdoctor.probes.torch_build import (
     CompanionLoad,
@@ -39,6 +38,7 @@ from envdoctor.probes.torch_build import (
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.fixes import GET_STARTED, install_target
 from envdoctor.shell import join
+from envdoctor.util.pep503 import normalize_name
 
 COMPANIONS = ("torchvision", "torchaudio")
 _VARIANT = re.compile(r"cu\d+|cpu|rocm[\d.]+|xpu")

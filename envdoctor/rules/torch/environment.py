@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from envdoctor.model import Fix, Severity, StaleVariable
+from envdoctor.model.findings import Fix, Severity, StaleVariable
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.env_edits import unset_command
 from envdoctor.shell import quote

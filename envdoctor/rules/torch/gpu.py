@@ -12,7 +12,7 @@ from envdoctor.knowledge import gpu_compute
 from envdoctor.knowledge.archs import Capability, dotted, sm
 from envdoctor.knowledge.drivers import DriverKind, driver_support
 from envdoctor.knowledge.mirrors import official_wheel_url
-from envdoctor.model import Fix, FixKind, Severity
+from envdoctor.model.findings import Fix, FixKind, Severity
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.probes.torch_smoke import DeviceKind, SmokeDevice, SmokeStep, StepStatus

@@ -6,8 +6,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from envdoctor.host.ending import EndingKind
-from envdoctor.model import Fix, Severity
+from envdoctor.model.ending import EndingKind
+from envdoctor.model.findings import Fix, Severity
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.fixes import planned_fix

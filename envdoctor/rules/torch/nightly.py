@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from packaging.version import InvalidVersion, Version
 
 from envdoctor.knowledge.mirrors import OFFICIAL_WHEEL_BASE
-from envdoctor.model import Fix
+from envdoctor.model.findings import Fix
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext
 from envdoctor.shell import quote

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from envdoctor.knowledge import numpy_support
-from envdoctor.model import Fix, Severity
+from envdoctor.model.findings import Fix, Severity
 from envdoctor.probes.torch_build import BridgeStatus, TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.fixes import planned_fix

@@ -12,7 +12,7 @@ from envdoctor.knowledge import gpu_compute
 from envdoctor.knowledge.archs import dotted, sm
 from envdoctor.knowledge.drivers import DriverKind
 from envdoctor.knowledge.retired_gpus import RetiredGpu, retired
-from envdoctor.model import Fix, Severity
+from envdoctor.model.findings import Fix, Severity
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule

@@ -7,7 +7,7 @@ import ntpath
 from collections.abc import Iterator
 
 from envdoctor.knowledge import windows as knowledge
-from envdoctor.model import Fix, Severity
+from envdoctor.model.findings import Fix, Severity
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.probes.windows import PATH, SYSTEM32, DllFile, DllStatus, WindowsFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule

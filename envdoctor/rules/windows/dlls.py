@@ -10,7 +10,7 @@ from __future__ import annotations
 import ntpath
 
 from envdoctor.knowledge import windows as knowledge
-from envdoctor.model import Fix
+from envdoctor.model.findings import Fix
 from envdoctor.probes.python_env import PythonFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.probes.windows import (

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from envdoctor.knowledge import windows as knowledge
-from envdoctor.model import Fix, Severity
+from envdoctor.model.findings import Fix, Severity
 from envdoctor.probes.system import SystemFacts, gib
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.probes.windows import PATH, SYSTEM32, TORCH_LIB, DllFile, WindowsFacts

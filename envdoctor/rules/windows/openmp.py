@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from envdoctor.model import Fix, Severity
+from envdoctor.model.findings import Fix, Severity
 from envdoctor.probes.python_env import PythonFacts
 from envdoctor.probes.windows import APP_DIR, DLL_DIRECTORY, ENV, TORCH_LIB, WindowsFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from envdoctor.knowledge import windows as knowledge
-from envdoctor.model import Severity
+from envdoctor.model.findings import Severity
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.probes.windows import APP_DIR, PATH, SYSTEM32, TORCH_LIB, DllFile, WindowsFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule

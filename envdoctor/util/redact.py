@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from envdoctor.lazy_re import Lazy
+from envdoctor.util.lazy_re import Lazy
 
 T = TypeVar("T")
 MASK = "****"

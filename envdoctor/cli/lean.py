@@ -39,7 +39,7 @@ def explain(code: str, environ: Mapping[str, str] = os.environ) -> str:
 
 def _width(environ: Mapping[str, str]) -> int:
     """The terminal's width (or COLUMNS), else the classic 80: `rules` and `explain` always fit."""
-    from envdoctor.textwidth import DEFAULT_WIDTH, terminal_width
+    from envdoctor.util.textwidth import DEFAULT_WIDTH, terminal_width
 
     return terminal_width(environ) or DEFAULT_WIDTH
 
@@ -205,7 +205,7 @@ def _completing(environ: Mapping[str, str]) -> bool:
 
 
 def _help(args: Sequence[str], environ: Mapping[str, str]) -> str | None:
-    from envdoctor import cli_help
+    from envdoctor.cli import help as cli_help
 
     try:
         isatty = sys.stdout.isatty()
@@ -225,7 +225,7 @@ def answer(argv: Sequence[str], environ: Mapping[str, str] = os.environ) -> tupl
     if _completing(environ) or not _utf8_stdout():
         return None
     if list(argv) == ["--version"]:
-        from envdoctor import __version__
+        from envdoctor.version import __version__
 
         return f"envdoctor {__version__}\n", "", 0
     if not argv or list(argv) == ["--help"]:
@@ -247,7 +247,7 @@ def answer(argv: Sequence[str], environ: Mapping[str, str] = os.environ) -> tupl
             text, code = install(values, values.get("fmt", "console"))
             return text, "", code
     except CommandError as exc:
-        from envdoctor.redact import one_line  # as cli.fail: one line, credentials masked
+        from envdoctor.util.redact import one_line  # as cli.fail: one line, credentials masked
 
         return "", f"envdoctor: error: {one_line(str(exc))}\n", EXIT_USAGE
     return None

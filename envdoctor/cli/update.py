@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, NoReturn, Optional
 
 import typer
 
-from envdoctor.cli_help import COMMAND_HELP
+from envdoctor.cli.help import COMMAND_HELP
 
 if TYPE_CHECKING:
     from envdoctor.update.refresh import Outcome, Sources
@@ -36,7 +36,7 @@ def sources(index_url: str | None, pytorch_index: str | None) -> Sources:
 
 def render(outcome: Outcome, given: Sources) -> str:
     from envdoctor import knowledge
-    from envdoctor.update.refresh import safe_url
+    from envdoctor.util.urls import safe_url
 
     lines = [
         f"envdoctor update: read {outcome.pages} index pages and {outcome.metadata} metadata files "

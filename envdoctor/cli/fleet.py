@@ -13,7 +13,7 @@ from typing import Any, List, NoReturn, Optional
 
 import typer
 
-from envdoctor.cli_check import ReportFormat, check_options, settings_for
+from envdoctor.cli.options import ReportFormat, check_options, settings_for
 
 EXIT_USAGE = 2
 _FORMAT_HELP = "console, json, markdown, github (workflow commands, plus the step summary), junit."
@@ -183,7 +183,7 @@ def cluster(
 
 def register(app: typer.Typer) -> None:
     """Add the commands to `app`, after the others (the root help page lists them in that order)."""
-    from envdoctor.cli_help import COMMAND_HELP
+    from envdoctor.cli.help import COMMAND_HELP
 
     app.command("fleet", help=COMMAND_HELP["fleet"])(fleet)
     app.command("cluster", help=COMMAND_HELP["cluster"])(cluster)

@@ -37,8 +37,8 @@ def _early_torch_child(argv: list[str]) -> None:
 
 def _quick(argv: list[str]) -> None:
     """Answer a quick command and exit, or return for the typer app to handle argv."""
-    from envdoctor.cli_lean import answer
-    from envdoctor.stream_text import for_stream
+    from envdoctor.cli.lean import answer
+    from envdoctor.util.stream_text import for_stream
 
     try:
         answered = answer(argv)
@@ -53,16 +53,16 @@ def _quick(argv: list[str]) -> None:
     except BrokenPipeError:
         sys.exit(0)
     except Exception as exc:  # a bug in the quick path: one line, never a traceback
-        from envdoctor.lifecycle import internal_error
+        from envdoctor.util.lifecycle import internal_error
 
         sys.exit(internal_error(exc))
     sys.exit(code)
 
 
 def main() -> None:
-    from envdoctor import lifecycle
-    from envdoctor.limits import small_int
-    from envdoctor.stream_text import protect_standard_streams
+    from envdoctor.util import lifecycle
+    from envdoctor.util.limits import small_int
+    from envdoctor.util.stream_text import protect_standard_streams
 
     protect_standard_streams()  # a cp1252 or ASCII stdout still prints every command
 
@@ -76,7 +76,7 @@ def main() -> None:
             _early_torch_child(argv)
         else:
             _quick(argv)
-        from envdoctor.cli import main as cli_main
+        from envdoctor.cli.root import main as cli_main
 
         cli_main()
     except KeyboardInterrupt:  # Ctrl-C (or SIGTERM/SIGHUP) before the CLI could catch it

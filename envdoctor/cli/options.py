@@ -20,7 +20,7 @@ import typer
 from envdoctor.ci import is_ci
 
 if TYPE_CHECKING:
-    from envdoctor.model import Report
+    from envdoctor.model.findings import Report
     from envdoctor.settings import Settings
 
 
@@ -223,14 +223,14 @@ def emit(
 
 def append_step_summary(report: Report, path: str) -> None:
     """Append the Markdown report to GitHub's job summary; a failure to do so costs a warning only."""
-    from envdoctor.limits import open_output
     from envdoctor.render.markdown import render_markdown
+    from envdoctor.util.limits import open_output
 
     try:
         with open_output(path, append=True) as handle:
             handle.write(render_markdown(report) + "\n")
     except OSError as exc:
-        from envdoctor.redact import one_line
+        from envdoctor.util.redact import one_line
 
         sys.stderr.write(
             "envdoctor: warning: "

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 if TYPE_CHECKING:
-    from envdoctor.model import Report
+    from envdoctor.model.findings import Report
 
 
 class _TerminalConsole:
@@ -55,19 +55,20 @@ def fix(
         "where to download the wheel (also ENVDOCTOR_OFFLINE=1).",
     ),
 ) -> None:
-    from envdoctor.cli import _check_timeout, _live_report_inputs, fail
-    from envdoctor.cli_check import settings_for
+    from envdoctor.cli import shared
+    from envdoctor.cli.options import settings_for
+    from envdoctor.cli.shared import fail
     from envdoctor.engine import judge, selected_probes
     from envdoctor.fix.runner import FixRequest, FixRun, usage_error
     from envdoctor.host.live import LiveHost
 
-    _check_timeout(timeout)
+    shared.check_timeout(timeout)
     if not 10 <= command_timeout <= 86400:
         fail(f"--command-timeout {command_timeout:g}: expected seconds between 10 and 86400")
     settings = settings_for({}, fail)
 
     def check() -> Report:
-        inputs = _live_report_inputs(
+        inputs = shared.live_report_inputs(
             python, timeout, probes=selected_probes(settings), smoke=not no_smoke, offline=offline
         )
         return judge(*inputs, settings)

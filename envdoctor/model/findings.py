@@ -5,11 +5,11 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field, fields
 
-from envdoctor.shared_types import Interpreter as Interpreter
-from envdoctor.shared_types import PlatformInfo as PlatformInfo
-from envdoctor.shared_types import StaleVariable as StaleVariable
-from envdoctor.shared_types import TextEnum as TextEnum
-from envdoctor.sizes import parse_size
+from envdoctor.model.types import Interpreter as Interpreter
+from envdoctor.model.types import PlatformInfo as PlatformInfo
+from envdoctor.model.types import StaleVariable as StaleVariable
+from envdoctor.model.types import TextEnum as TextEnum
+from envdoctor.util.sizes import parse_size
 
 
 class Severity(str, enum.Enum):

@@ -270,7 +270,7 @@ def internal_error(exc: BaseException) -> int:
     masked, and give the exit code to end with. The traceback, masked too, only when asked for."""
     import traceback
 
-    from envdoctor.redact import redact_text
+    from envdoctor.util.redact import redact_text
     from envdoctor.util.threads import describe
 
     try:
@@ -309,7 +309,7 @@ def install() -> None:
     _installed = True
     _started = time.monotonic()
     guard_stdout()
-    from envdoctor.redact import learn_environment
+    from envdoctor.util.redact import learn_environment
 
     learn_environment(os.environ)  # its credentials are masked in any shape they later turn up in
     threading.excepthook = _thread_last_resort  # a thread's exception: one line, never a traceback

@@ -1,0 +1,3 @@
+"""envdoctor's version: a leaf, so that any module can name it without importing the package."""
+
+__version__ = "0.1.0"
