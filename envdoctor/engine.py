@@ -233,14 +233,19 @@ def diagnose(
     rules: Sequence[Rule] | None = None,
     expectations: Expectations | None = None,
     ignore: Sequence[str] = (),
+    pasted: str | None = None,
 ) -> Report:
+    """`pasted`: an error text the user gave (`envdoctor why`), read with the errors the probes
+    captured against the error signatures (rules read the matches as ErrorEvidence)."""
     from envdoctor.rules import RULES, RuleContext
+    from envdoctor.rules.evidence import gather
     from envdoctor.rules.expectations import requirements as expectation_rules
 
     if rules is None:
         rules = RULES
     stated = expectations if expectations is not None and expectations.stated else None
-    ctx = RuleContext.build(platform, interpreter, probes, inputs=(stated,) if stated else ())
+    inputs: tuple[object, ...] = (gather(probes, pasted),) + ((stated,) if stated else ())
+    ctx = RuleContext.build(platform, interpreter, probes, inputs=inputs)
     active = [rule for rule in rules if rule.code not in ignore]
     findings = evaluate(ctx, active)
     ignored = tuple(code for code in ignore if any(r.code == code for r in rules))

@@ -48,7 +48,11 @@ AREA_OF_HUNDREDS = {
     "9": "envdoctor",  # envdoctor's own trouble: a probe that failed
 }
 # Ranges inside a hundred that belong to another area, by their first two digits.
-AREA_OF_TENS = {"15": "gpu_vendors"}  # AMD and Intel GPUs, beside NVIDIA's driver rules
+AREA_OF_TENS = {
+    "14": "gpu_vendors",  # AMD, Intel and Apple GPUs, beside NVIDIA's driver rules
+    "15": "gpu_vendors",
+    "16": "environment",  # variables that steer CUDA and torch (CUDA_VISIBLE_DEVICES, ...)
+}
 SENTENCE_END = (".", "!", "?", ".)", ".'", '."')
 
 

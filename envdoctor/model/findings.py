@@ -65,6 +65,14 @@ class Fix:
     kind: FixKind = FixKind.MANUAL
 
 
+class Support(TextEnum):
+    """What a finding of `envdoctor why` rests on."""
+
+    TEXT = "text"  # the pasted error alone: this machine's facts do not show it
+    FACTS = "facts"  # this machine's facts alone: the pasted error does not point to it
+    BOTH = "both"  # the pasted error points to it and the facts confirm it
+
+
 @dataclass(frozen=True)
 class Finding:
     code: str
@@ -78,6 +86,7 @@ class Finding:
     # The code of the finding this one is a consequence of (engine.fold): shown under it, without
     # fixes of its own. None for a finding that stands on its own.
     folded_under: str | None = None
+    support: Support | None = None  # set by `envdoctor why` only
 
 
 @dataclass(frozen=True)
@@ -140,6 +149,17 @@ class Expectations:
 
 
 @dataclass(frozen=True)
+class Explained:
+    """What `envdoctor why` read, and whether it knew the error."""
+
+    known: bool  # some signature matched the pasted text
+    signatures: tuple[str, ...]  # the ids of those that matched, in the order the text shows them
+    read_bytes: int
+    truncated: bool  # the input was longer than envdoctor reads
+    input: str  # "stdin" or the file named
+
+
+@dataclass(frozen=True)
 class Report:
     envdoctor_version: str
     interpreter: Interpreter
@@ -152,6 +172,7 @@ class Report:
     expectations: Expectations | None = None  # what the project said it needs, if anything
     ignored: tuple[str, ...] = ()  # rule codes silenced by --ignore
     checked: tuple[str, ...] = ()  # rule codes that ran (their needed facts were there)
+    explained: Explained | None = None  # `envdoctor why`: the pasted error and what it matched
 
     @property
     def worst(self) -> Severity:

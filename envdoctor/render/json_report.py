@@ -17,6 +17,8 @@ def finding_to_data(finding: Finding) -> dict[str, Any]:
     # Additive: only a folded finding carries the key, so reports without folding keep their shape.
     if finding.folded_under is not None:
         data["folded_under"] = finding.folded_under
+    if finding.support is not None:  # `envdoctor why`: the pasted text, the facts, or both
+        data["support"] = finding.support.value
     return data
 
 
@@ -67,6 +69,8 @@ def report_to_data(report: Report) -> dict[str, Any]:
         data["expectations"] = expectations_to_data(clean)
     if clean.ignored:
         data["ignored"] = list(clean.ignored)
+    if clean.explained is not None:  # `envdoctor why`
+        data["why"] = to_data(clean.explained)
     return data
 
 

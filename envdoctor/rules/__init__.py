@@ -1,4 +1,5 @@
-"""Every rule, by area. Codes: 0xx torch install, 1xx driver (15x: AMD and Intel GPUs), 2xx build,
+"""Every rule, by area. Codes: 0xx torch install, 1xx driver (14x-15x: AMD, Intel and Apple GPUs;
+16x: environment variables), 2xx build,
 3xx GPU architecture and smoke test, 4xx CUDA toolkit and library paths, 5xx mirrors and package
 indexes, 6xx Windows runtime and DLL loading, 7xx expectations, 8xx fleets (many nodes judged
 together), 9xx envdoctor itself."""
