@@ -1,7 +1,7 @@
 """Error signatures: the words an error carries, the cause they point to, and the rules that
 confirm that cause from a machine's facts.
 
-The data lives in knowledge/signatures/<area>.json, one file per rule area, each record:
+The data lives in knowledge/signatures/<area>.json (or <area>-<topic>.json), each record:
 
     {"id": "driver-too-old",                 a stable kebab-case name
      "pattern": "NVIDIA driver on your system is too old \\(found version (?P<found>\\d+)\\)",
@@ -142,7 +142,8 @@ def signatures() -> tuple[Signature, ...]:
         rows = data.get("signatures") if isinstance(data, dict) else None
         if not isinstance(rows, list):
             raise SignatureError(f"{path.name}: expected an object with a list of signatures")
-        found += [_record(path.stem, row, f"{path.name}[{i}]") for i, row in enumerate(rows)]
+        area = path.stem.split("-", 1)[0]  # nvml.json, or a topic of one area: nvml-containers.json
+        found += [_record(area, row, f"{path.name}[{i}]") for i, row in enumerate(rows)]
     return tuple(found)
 
 
