@@ -296,8 +296,10 @@ def judge(
     probes: tuple[ProbeResult, ...],
     settings: Settings,
     source: str = "live",
+    pasted: str | None = None,
 ) -> Report:
     """diagnose() as `check` and envdoctor.require run it: settings decide probes, rules and strictness.
+    `pasted`: the error text `envdoctor why` explains.
 
     A snapshot holds every probe's result; --only/--skip drop the others here too.
     """
@@ -310,4 +312,5 @@ def judge(
         source=source,
         expectations=settings.expectations,
         ignore=settings.ignore,
+        pasted=pasted,
     )

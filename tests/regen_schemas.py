@@ -21,7 +21,7 @@ from typing import Any, Union
 
 from envdoctor.install.commands import CommandKind
 from envdoctor.install.plan import Route
-from envdoctor.model.findings import Interpreter, PlatformInfo, ProbeStatus, Severity
+from envdoctor.model.findings import Interpreter, PlatformInfo, ProbeStatus, Severity, Support
 from envdoctor.probes import PROBES
 from envdoctor.util.serde import INT_MAX, INT_MIN, may_be_negative
 
@@ -30,6 +30,7 @@ DRAFT = "https://json-schema.org/draft/2020-12/schema"
 STRING = {"type": "string"}
 STRINGS = {"type": "array", "items": STRING}
 NULLABLE_STRING = {"type": ["string", "null"]}
+CODE = "^[A-Z][A-Z0-9]{1,9}[0-9]{3}$"  # ED101, or a plugin's namespaced code (VLLM001)
 
 
 class _Defs:
@@ -174,7 +175,7 @@ def report_schema() -> dict[str, Any]:
     finding = {
         "type": "object",
         "properties": {
-            "code": {"type": "string", "pattern": "^ED[0-9]{3}$"},
+            "code": {"type": "string", "pattern": CODE},
             "name": STRING,
             "severity": severity,
             "area": STRING,
@@ -182,8 +183,21 @@ def report_schema() -> dict[str, Any]:
             "detail": STRING,
             "evidence": STRINGS,
             "fixes": {"type": "array", "items": fix},
+            "folded_under": {"type": "string", "pattern": CODE},
+            "support": {"enum": [s.value for s in Support]},  # `envdoctor why` only
         },
         "required": ["code", "name", "severity", "area", "title", "detail", "evidence", "fixes"],
+    }
+    why = {
+        "type": "object",
+        "properties": {
+            "known": {"type": "boolean"},
+            "signatures": STRINGS,
+            "read_bytes": {"type": "integer", "minimum": 0},
+            "truncated": {"type": "boolean"},
+            "input": STRING,
+        },
+        "required": ["known", "signatures", "read_bytes", "truncated", "input"],
     }
     area = {
         "type": "object",
@@ -204,7 +218,7 @@ def report_schema() -> dict[str, Any]:
         "type": "object",
         "properties": {
             "value": {"type": ["string", "integer", "boolean"]},
-            "rule": {"type": "string", "pattern": "^ED[0-9]{3}$"},
+            "rule": {"type": "string", "pattern": CODE},
             "status": {"enum": ["met", "not met", "ignored"]},
         },
         "required": ["value", "rule", "status"],
@@ -226,7 +240,8 @@ def report_schema() -> dict[str, Any]:
             },
             "findings": {"type": "array", "items": finding},
             "expectations": {"type": "object", "additionalProperties": expectation},
-            "ignored": {"type": "array", "items": {"type": "string", "pattern": "^ED[0-9]{3}$"}},
+            "ignored": {"type": "array", "items": {"type": "string", "pattern": CODE}},
+            "why": why,
         }
     )
     schema["required"] = [

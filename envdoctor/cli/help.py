@@ -31,6 +31,10 @@ SHOW_COMPLETION_HELP = "Show completion for the current shell, to copy it or cus
 # first paragraph. The order is the order of the root page.
 COMMAND_HELP: dict[str, str] = {
     "check": "Examine this machine (or a snapshot) and report what stops PyTorch from working.",
+    "why": "Explain a pasted error, traceback or log with this machine's facts: the findings that "
+    "explain it first, and what tells each cause apart.\n\nReads FILE, or standard input when FILE is - "
+    "or absent (`pip install ... 2>&1 | envdoctor why`). Exit codes as `check`: 0 healthy, 1 problems "
+    "found, 2 bad input (empty, binary, unreadable) or options.",
     "snapshot": "Record what the probes see here (credentials redacted), to diagnose elsewhere with --from.",
     "report": "Print a Markdown block to paste into a bug report: every probe's facts and the findings, "
     "with credentials, user names in paths and GPU UUIDs masked.",

@@ -20,6 +20,7 @@ from envdoctor.cli import fix as fix_command
 from envdoctor.cli import fleet as fleet_command
 from envdoctor.cli import install as install_command
 from envdoctor.cli import update as update_command
+from envdoctor.cli import why as why_command
 from envdoctor.cli.help import COMMAND_HELP, ROOT_HELP, VERSION_HELP
 from envdoctor.cli.shared import EXIT_USAGE, fail
 from envdoctor.version import __version__
@@ -50,6 +51,7 @@ def _root(
 
 
 app.command(help=COMMAND_HELP["check"])(check_command.check)
+app.command(help=COMMAND_HELP["why"])(why_command.why)
 app.command(help=COMMAND_HELP["snapshot"])(check_command.snapshot)
 app.command("report", help=COMMAND_HELP["report"])(check_command.bug_report)
 app.command("rules", help=COMMAND_HELP["rules"])(explain_command.list_rules)

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.text import Text
 
 from envdoctor.model.findings import Finding, Report, Severity
+from envdoctor.render.why_words import REPORT_LEAD, SUPPORT_WORDS, header
 from envdoctor.util.redact import redact
 from envdoctor.util.serde import to_data
 from envdoctor.util.words import in_words
@@ -221,6 +222,8 @@ def finding_block(out: Printer, glyph: Glyphs, finding: Finding, verbose: bool) 
         ),
         hang=5,
     )
+    if finding.support is not None:
+        out.line(Text(f"     ({SUPPORT_WORDS[finding.support.value]})", style="dim"), hang=6)
     for line in finding.detail.splitlines():  # paragraphs: continued under their first word
         out.line(Text("     " + line), hang=_hang("     " + line, 0))
     if verbose:
@@ -250,6 +253,10 @@ def render_console(report: Report, console: Console, verbose: bool = False, wrap
         hang=2,
     )
     out.blank()
+    if report.explained is not None:
+        for line in why_header(report):
+            out.line(Text(line, style="bold"), hang=2)
+        out.blank()
     facts_by_probe = {p.probe: p.facts for p in report.probes}
     for area in report.areas:
         mark, style = _MARKS[area.severity]
@@ -289,7 +296,29 @@ def render_console(report: Report, console: Console, verbose: bool = False, wrap
             out.blank()
     else:
         out.blank()
+    if report.explained is not None and not report.explained.known:
+        for line in unknown_error_block(report):
+            out.line(Text(line), hang=4)
+        out.blank()
     out.line(_summary(report, glyph), hang=2)
+
+
+def why_header(report: Report) -> list[str]:
+    """What `envdoctor why` read and what it recognised, in words."""
+    told = report.explained
+    assert told is not None
+    return [header(told.known, told.signatures, told.read_bytes, told.truncated, told.input)]
+
+
+def unknown_error_block(report: Report) -> list[str]:
+    """The environment rows a bug report needs, for an error envdoctor does not know."""
+    from envdoctor.render.json_report import report_to_data
+    from envdoctor.render.markdown import environment_rows
+
+    rows = environment_rows(report_to_data(report))
+    lines = [REPORT_LEAD]
+    lines += [f"    {key}: {value}" for key, value in rows]
+    return lines
 
 
 def _summary(report: Report, glyph: Glyphs) -> Text:

@@ -10,6 +10,7 @@ from typing import Any
 
 from envdoctor.model.findings import Report
 from envdoctor.render.json_report import report_to_data
+from envdoctor.render.why_words import REPORT_LEAD, SUPPORT_WORDS, header
 from envdoctor.util.words import in_words
 
 MARK = {"ok": "✅", "info": "ℹ️", "warning": "⚠️", "error": "❌"}
@@ -95,6 +96,7 @@ def finding_lines(finding: dict[str, Any], verbose: bool = False) -> list[str]:
         "",
         f"**{text(finding['title'])}**",
         "",
+        *([f"_{SUPPORT_WORDS[finding['support']].capitalize()}._", ""] if finding.get("support") else []),
         *(text(line) + "  " for line in finding["detail"].splitlines()),
     ]
     if verbose and finding["evidence"]:
@@ -124,7 +126,7 @@ def consequence_lines(folded: list[dict[str, Any]], verbose: bool = False) -> li
 
 
 def render_markdown_data(data: dict[str, Any], verbose: bool = False, title: str = "envdoctor") -> str:
-    lines = [f"## {title}: {headline(data)}", "", *_intro(data), "", *_areas(data), ""]
+    lines = [f"## {title}: {headline(data)}", "", *_intro(data), "", *_why(data), *_areas(data), ""]
     lines += _expectations(data)
     if data["findings"]:
         lines += ["### Findings", ""]
@@ -133,7 +135,23 @@ def render_markdown_data(data: dict[str, Any], verbose: bool = False, title: str
             lines += consequence_lines(consequences(data, finding), verbose)
     if data.get("ignored"):
         lines += [f"Ignored rules: {', '.join(data['ignored'])}", ""]
+    told = data.get("why")
+    if told is not None and not told["known"]:
+        lines += [
+            REPORT_LEAD,
+            "",
+            fence("\n".join(f"{k}: {v}" for k, v in environment_rows(data)), "text"),
+            "",
+        ]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _why(data: dict[str, Any]) -> list[str]:
+    told = data.get("why")
+    if told is None:
+        return []
+    said = header(told["known"], told["signatures"], told["read_bytes"], told["truncated"], told["input"])
+    return [text(said), ""]
 
 
 def render_markdown(report: Report, verbose: bool = False) -> str:
