@@ -301,6 +301,19 @@ def resolve(options: Mapping[str, object], cwd: str, names: Names, config: str |
 
     Raises ConfigError or ExpectationError with a one-line message naming the file or the option.
     """
+    _PENDING.clear()
+    try:
+        settings = _resolve(options, cwd, names, config)
+    except Exception:
+        _PENDING.clear()
+        raise
+    for warning in _PENDING:
+        sys.stderr.write(warning)
+    _PENDING.clear()
+    return settings
+
+
+def _resolve(options: Mapping[str, object], cwd: str, names: Names, config: str | None) -> Settings:
     found = load_config(config, cwd)
     file_values = found[1] if found else {}
     given = {k for k, v in options.items() if v is not None}
@@ -350,8 +363,13 @@ def load_config(explicit: str | None, cwd: str) -> tuple[str, dict[str, object]]
     return None
 
 
+_PENDING: list[str] = []  # warnings of the settings being read, said once they are read
+
+
 def _warn(message: str) -> None:
-    sys.stderr.write(f"envdoctor: warning: {message}\n")
+    """A settings warning waits until `resolve` is done: an error that follows is then the one
+    line the user sees (a warning and an error of one file made two)."""
+    _PENDING.append(f"envdoctor: warning: {message}\n")
 
 
 # The [tool.envdoctor] table and its sub-tables, up to the next table header of something else.
@@ -387,20 +405,22 @@ def _read_config(path: Path, shown: str, required: bool) -> tuple[str, dict[str,
         raise ConfigError(f"{shown}: cannot be read ({reason})") from None
     try:
         data = _toml_loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
+        # A project's pyproject.toml that does not parse, however (nested thousands deep too), is
+        # judged by envdoctor's own table alone: the same exit code for every way it can be bad.
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         if not tolerant:
-            raise ConfigError(f"{shown}: not valid TOML ({exc})") from None
+            raise ConfigError(f"{shown}: not valid TOML ({why})") from None
         own = _own_table_text(text)
         if own is None:
-            _warn(f"{shown}: not valid TOML ({exc}); ignored (it has no {TABLE} table)")
+            _warn(f"{shown}: not valid TOML ({why}); ignored (it has no {TABLE} table)")
             return None
         try:
             data = _toml_loads(own)
-        except ValueError as own_exc:
-            raise ConfigError(f"{shown} {TABLE}: not valid TOML ({own_exc})") from None
-        _warn(f"{shown}: not valid TOML outside {TABLE} ({exc}); the rest of it is ignored")
-    except RecursionError:
-        raise ConfigError(f"{shown}: not valid TOML (nested too deeply)") from None
+        except (ValueError, RecursionError) as own_exc:
+            said = "nested too deeply" if isinstance(own_exc, RecursionError) else str(own_exc)
+            raise ConfigError(f"{shown} {TABLE}: not valid TOML ({said})") from None
+        _warn(f"{shown}: not valid TOML outside {TABLE} ({why}); the rest of it is ignored")
     tool = data.get("tool")
     table = tool.get("envdoctor") if isinstance(tool, dict) else None
     if table is not None:
@@ -418,8 +438,8 @@ def _read_config(path: Path, shown: str, required: bool) -> tuple[str, dict[str,
         key = str(raw_key).replace("_", "-")
         if key not in KEYS_BY_NAME:
             close = difflib.get_close_matches(key, list(KEYS_BY_NAME), n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            raise ConfigError(f"{label}: unknown key {raw_key!r}; {hint}(known: {', '.join(KEYS_BY_NAME)})")
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ConfigError(f"{label}: unknown key {raw_key!r}{hint} (known: {', '.join(KEYS_BY_NAME)})")
         values[key] = value
     return label, values
 

@@ -71,7 +71,7 @@ def test_huge_gpu_memory_is_one_line_exit_2(
         ("pyproject.toml", '[tool.envdoctor]\nmin-gpus = "⑧"\n'),
         ("pyproject.toml", f'[tool.envdoctor]\nmin-gpu-memory = "{"9" * 309}GiB"\n'),
         ("envdoctor.toml", "a = " + "[" * 5000 + "]" * 5000 + "\n"),
-        ("pyproject.toml", "x = " + "{a = " * 5000 + "1" + "}" * 5000 + "\n"),
+        ("pyproject.toml", "[tool.envdoctor]\nx = " + "{a = " * 5000 + "1" + "}" * 5000 + "\n"),
     ],
     ids=[
         "sup2",
@@ -82,7 +82,7 @@ def test_huge_gpu_memory_is_one_line_exit_2(
         "circled-8",
         "py-309-nines",
         "deep-array",
-        "deep-table",
+        "deep-own-table",
     ],
 )
 def test_bad_values_in_config_files_are_one_line_exit_2(
@@ -97,6 +97,37 @@ def test_bad_values_in_config_files_are_one_line_exit_2(
     run = run_cli(capsys, monkeypatch, "check", "--from", str(FIXTURE))
     assert run.code == 2
     assert name in _one_error_line(run.err)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x = " + "{a = " * 5000 + "1" + "}" * 5000 + "\n",
+        "x = \n",
+        "[tool.uv]\nx = " + "[" * 3000 + "]" * 3000,
+    ],
+    ids=["deep-table", "plain-invalid", "deep-uv-array"],
+)
+def test_a_project_file_that_does_not_parse_is_judged_alike_however_it_is_bad(
+    text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pyproject.toml without a [tool.envdoctor] table is the project's: nested thousands deep or
+    broken on line 1, it is one warning and the check's own exit code, never exit 2 (issue 20)."""
+    (tmp_path / "pyproject.toml").write_text(text, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    run = run_cli(capsys, monkeypatch, "check", "--from", str(FIXTURE))
+    assert run.code in (0, 1), run.err
+    assert run.err.count("\n") == 1 and "pyproject.toml: not valid TOML" in run.err, run.err
+
+
+def test_a_warning_and_an_error_of_one_file_are_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "pyproject.toml").write_text('x = \n[tool.envdoctor]\nmin-gpus = "x"\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    run = run_cli(capsys, monkeypatch, "check", "--from", str(FIXTURE))
+    assert run.code == 2
+    assert "min-gpus" in _one_error_line(run.err)
 
 
 # --- 12: the planner ---------------------------------------------------------------------------

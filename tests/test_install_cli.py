@@ -89,7 +89,7 @@ def test_nothing_fits_exits_1_and_says_what_to_change() -> None:
     result = _run("--torch", "2.6", "--gpu", "RTX 5090", "--driver", "570.86", *ELSEWHERE)
     assert result.exit_code == 1, result.output
     assert (
-        "No fitting build: no torch build fits: torch 2.6.0: "
+        "No torch build fits: torch 2.6.0: "
         "no build this driver runs includes RTX 5090 (sm_120)" in result.output
     )
     assert "Instead: use torch 2.11.0 (cu128), the newest that fits: --torch 2.11.0" in result.output

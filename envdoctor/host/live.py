@@ -404,6 +404,7 @@ def _start(
         extra["creationflags"] = getattr(subprocess, "CREATE_NO_WINDOW", 0) | (
             getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0) if merge_stderr else 0
         )
+    lifecycle.adopt_orphans()  # the console entry point ends what its children leave behind
     return lifecycle.track(
         lambda: subprocess.Popen(
             list(argv),

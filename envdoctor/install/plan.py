@@ -306,8 +306,28 @@ def candidates(target: InstallTarget) -> tuple[Release, ...]:
     if target.torch is None:
         assumed = knowledge.assumed_release(target.installed_torch or "")
         return ((assumed,) if assumed is not None else ()) + newest_first
-    wanted = knowledge.resolve_release(target.torch) or knowledge.unlisted_release(target.torch)
+    wanted = knowledge.resolve_release(target.torch) or _held_in_series(target)
+    wanted = wanted or knowledge.unlisted_release(target.torch)
     return (wanted,) if wanted is not None else ()
+
+
+def _held_in_series(target: InstallTarget) -> Release | None:
+    """For a series no known release belongs to (--torch 2.14 with data up to 2.13): the newest
+    torch of that series a configured source holds for this platform and Python, as a stand-in;
+    so the plan pins a release that exists rather than a pattern."""
+    wanted = knowledge.parse_version(target.torch or "")
+    if wanted is None or len(wanted.release) != 2 or target.sources is None:
+        return None
+    held = [
+        w.version
+        for w in target.sources.wheels
+        if w.project == "torch"
+        and w.version.release[:2] == wanted.release
+        and any(fits(t, target.platform, target.python) for t in w.tags)
+    ]
+    if not held:
+        return None
+    return knowledge.unlisted_release(max(held).public)
 
 
 def _release_problem(release: Release, target: InstallTarget) -> str | None:
@@ -324,6 +344,8 @@ def plan(target: InstallTarget, alternatives: bool = True) -> InstallPlan:
     conda's last release); the planner's own look-ahead plans skip that, which keeps them from
     planning each other without end (a conda plan asks for the last conda release, whose failure
     asks for the newest release, whose plan asks for the last conda release, ...)."""
+    if target.sources is not None and target.sources.broken is not None:
+        return InstallPlan(None, None, None, None, target.sources.broken, warnings=target.notes)
     found = candidates(target)
     if not found:
         newest = plan(replace(target, torch=None), alternatives=False)

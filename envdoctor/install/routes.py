@@ -36,6 +36,7 @@ from envdoctor.install.sources import (
     wheel_filename,
 )
 from envdoctor.knowledge import Release, mirrors
+from envdoctor.knowledge.drivers import driver_support
 from envdoctor.knowledge.mirrors import IndexStatus
 from envdoctor.shell import join
 
@@ -102,8 +103,13 @@ def _remote_pins(
     """The official pins; with the variant's label on every package when the manager reads other
     sources beside the named index, and companions left for pip to pair on an assumed release."""
     if release.assumed:
-        label = f"+{variant}" if index.url and sources is not None and sources.others else ""
-        return [f"torch=={release.torch}{label}", *[p for p in _packages(release) if p != "torch"]]
+        # A series stand-in (2.14.*) cannot carry a local label: the named index decides the build.
+        label = (
+            f"+{variant}"
+            if index.url and sources is not None and sources.others and not release.series
+            else ""
+        )
+        return [f"torch=={release.requirement}{label}", *[p for p in _packages(release) if p != "torch"]]
     pins = pip_pins(release, variant, index)
     labelled = _labels_published(release, variant, platform)
     if index.url and sources is not None and sources.others and not index.flat and labelled:
@@ -349,6 +355,8 @@ def _offline_route(
 ) -> Routed:
     versions = _versions(release)
     names = [n for n in _packages(release) if versions.get(n)]
+    if release.series_stand_in:
+        return _offline_series_route(release, variant, index, target, sources, manager)
     files = [
         wheel_filename(release.torch, n, str(versions[n]), variant, target.platform, target.python)
         for n in names
@@ -374,6 +382,37 @@ def _offline_route(
         sentence += " (the * is the platform tag, as the download page shows it)"
     command = _install_files(manager, target, [f"./{f}" for f in files])
     return Routed((command,), "offline", sentence, _default_index_instead(release, target, manager))
+
+
+def _offline_series_route(
+    release: Release, variant: str, index: IndexChoice, target: InstallTarget, sources: Sources, manager: str
+) -> Routed:
+    """No reachable source has any torch of this series, and envdoctor knows none of its releases:
+    the newest wheel of the series is downloaded by hand and installed from that folder by its pin,
+    so no file name is guessed."""
+    page = f"{mirrors.official_wheel_url(variant)}/torch/"
+    python = f" for Python {target.python}" if target.python else ""
+    why = (
+        "envdoctor is --offline"
+        if sources.offline
+        else f"{_host(index.url or sources.default_index)} did not answer"
+    )
+    sentence = (
+        f"No reachable source has a torch {release.torch} release ({variant}){python}: {why}, and no local "
+        f"source holds one. On a machine that reaches {_host(page)}, download the newest torch "
+        f"{release.torch}.x wheel{python} from {page} into a folder, copy it here, then run the command "
+        "below in that folder"
+    )
+    pin = f"torch=={release.requirement}"
+    if manager == "uv":
+        python_path = _examined_python(target)
+        argv: tuple[str, ...] = (
+            "uv", "pip", "install", *(("--python", python_path) if python_path else ()),
+            "--no-index", "--find-links", ".", pin,
+        )  # fmt: skip
+        return Routed((Command(argv, "uv"),), "offline", sentence)
+    argv = (*target.python_launcher, "install", "--no-index", "--find-links", ".", pin)
+    return Routed((Command(argv, "pip"),), "offline", sentence)
 
 
 def _install_files(manager: str, target: InstallTarget, requirements: list[str]) -> Command:
@@ -404,7 +443,13 @@ def _default_index_instead(release: Release, target: InstallTarget, manager: str
         return ()
     if not _read_from_the_used_index(release, sources):
         return ()
-    pins = pip_pins(release, builds.pypi, IndexChoice(None, ""))
+    if builds.pypi.startswith("cu") and target.driver_version is not None:
+        support = driver_support(builds.pypi, target.driver_version, target.os, target.driver_cuda)
+        if not support.runs:  # a CUDA build this driver cannot start is no alternative on a GPU machine
+            return ()
+    # Planned like the main route: pins only that build satisfies, whatever the local sources hold
+    # (a plain torch==2.13.0 would take find-links' 2.13.0+cpu beside the default index's torchvision).
+    pins = _remote_pins(release, builds.pypi, IndexChoice(None, ""), sources, target.platform)
     command = join(_install_files(manager, target, pins).argv, target.os)
     runs = "the CPU build" if builds.pypi == "cpu" else "it runs on the CPU too, a larger download"
     return (

@@ -9,7 +9,7 @@ from envdoctor import knowledge
 from envdoctor.host.base import Host
 from envdoctor.install import sources as planner_sources
 from envdoctor.install.commands import MirrorChoice, resolve_mirror
-from envdoctor.install.detect import Detected, detect, with_answers
+from envdoctor.install.detect import Detected, detect, detect_python, with_answers
 from envdoctor.install.plan import InstallPlan, InstallTarget, Route, plan
 from envdoctor.install.request import (
     Given,
@@ -109,7 +109,15 @@ def build(given: Given, host: Host) -> tuple[InstallTarget, tuple[Input, ...]]:
         release, variant, platform, python_version, os_name, given.cuda, bool(os_given or arch_given)
     )
 
-    same_machine = platform == knowledge.platform_key(local.os, local.machine)
+    same_platform = platform == knowledge.platform_key(local.os, local.machine)
+    examined = None
+    if same_platform and python_version is not None:
+        # --python X.Y plans for here only when the interpreter envdoctor would examine is X.Y.
+        examined, _ = detect_python(host, None)
+    elsewhere = not same_platform or (
+        python_version is not None and (examined is None or examined.info.minor != python_version)
+    )
+    same_machine = not elsewhere
     manager = given.manager or "pip"
     want_index = same_machine and manager == "pip" and mirror_given is None
     want_sources = manager if same_machine or interpreter is not None else None
@@ -129,7 +137,10 @@ def build(given: Given, host: Host) -> tuple[InstallTarget, tuple[Input, ...]]:
         Input("OS", os_name, "given" if os_given else "detected"),
         Input("Machine", machine, machine_origin),
     ]
-    if python_version is not None:
+    if python_version is not None and examined is not None and not elsewhere:
+        launcher = (examined.interpreter.path, "-m", "pip")  # the one this machine's command runs
+        inputs.append(Input("Python", python_version, f"given, as {examined.interpreter.path}"))
+    elif python_version is not None:
         inputs.append(Input("Python", python_version, "given"))
     elif detected.target is not None:
         python_version = detected.target.info.minor
@@ -200,12 +211,28 @@ def build(given: Given, host: Host) -> tuple[InstallTarget, tuple[Input, ...]]:
         sources=detected.sources,
         installed_torch=detected.installed_torch,
         want_cuda=want_cuda,
-        notes=tuple(n.note for n in gpu_notes) + vendor_notes,
+        notes=tuple(n.note for n in gpu_notes)
+        + vendor_notes
+        + ((_elsewhere_note(given),) if elsewhere and interpreter is None else ()),
         gfx_targets=gfx_targets,
         want_xpu=want_xpu,
         amd_target_unknown=any(g.amd for g in vendor_given),
     )
     return target, tuple(inputs)
+
+
+def _elsewhere_note(given: Given) -> str:
+    """The one line that says the plan is for another machine, and what of this one it did not use."""
+    named = [
+        f"--{flag} {value}"
+        for flag, value in (("os", given.os), ("arch", given.arch), ("python", given.python))
+        if value
+    ]
+    return (
+        f"planned for the machine {' '.join(named)} describes, with the sources PyTorch publishes for it "
+        "(its index, or the default index): this machine's pip configuration, local wheels and "
+        "constraints were not used"
+    )
 
 
 def _vendor_gpus(

@@ -170,6 +170,9 @@ class Sources:
     channels: tuple[str, ...] = ()  # conda
     default_index: str | None = None  # PyPI's index URL, as pip knows it
     conda: CondaChannels | None = None  # for conda plans: where `-c NAME` resolves
+    # The manager cannot load its own configuration (pip.conf with a syntax error, a uv.toml uv
+    # refuses, a FIFO it would wait on): every command of it fails, so the planner plans none.
+    broken: str | None = None
 
     def reach(self, url: str | None) -> Answer:
         """What is known of `url`'s host: the answer for the longest checked prefix of it, else one for
@@ -459,7 +462,34 @@ def from_facts(
         channels=channels,
         default_index=default_index,
         conda=conda_channels(conda) if manager == "conda" and conda is not None else None,
+        broken=_unusable_configuration(manager, pip, uv, conda),
     )
+
+
+def _unusable_configuration(
+    manager: str, pip: PipConfig | None, uv: UvConfig | None, conda: CondaConfig | None
+) -> str | None:
+    """The first configuration file that stops the manager (conda's plans run pip inside the
+    environment too), said with its file, its line and what to do."""
+    from envdoctor.model.sources import ToolEffect, file_problem, tool_effect
+
+    files = {
+        "pip": pip.files if pip is not None else (),
+        "uv": uv.files if uv is not None else (),
+        "conda": (*(conda.files if conda is not None else ()), *(pip.files if pip is not None else ())),
+    }.get(manager, ())
+    for file in files:
+        effect = tool_effect(file)
+        if effect not in (ToolEffect.FATAL, ToolEffect.HANG):
+            continue
+        stops = "waits forever reading" if effect is ToolEffect.HANG else "cannot load"
+        inspect = {"pip": "`python -m pip config debug`", "conda": "`conda config --show-sources`"}
+        lists = f"; {inspect[file.tool]} lists the files it reads" if file.tool in inspect else ""
+        return (
+            f"{file.tool} {stops} its configuration file {file.path} ({file_problem(file)}): every "
+            f"{file.tool} command, this one too, fails until the file is fixed or moved aside{lists}"
+        )
+    return None
 
 
 def describe(sources: Sources) -> str:

@@ -91,9 +91,10 @@ def assumed_release(version: str) -> Release | None:
     if not newer_than_data(version):
         return None
     newest = newest_release()
-    if Version(version.split("+", 1)[0]).major != newest.version.major:
+    wanted = Version(version.split("+", 1)[0])
+    if wanted.major != newest.version.major:
         return None
-    return _stand_in(str(Version(version.split("+", 1)[0])), newest)
+    return _stand_in(str(wanted), newest, series_stand_in=len(wanted.release) == 2)
 
 
 def stand_in_base(version: str) -> Release:
@@ -116,10 +117,10 @@ def unlisted_release(version: str) -> Release | None:
     base = stand_in_base(version)
     if base.version > wanted or base.version.major != wanted.major:
         return None
-    return _stand_in(str(wanted), base)
+    return _stand_in(str(wanted), base, series_stand_in=len(wanted.release) == 2)
 
 
-def _stand_in(public: str, base: Release) -> Release:
+def _stand_in(public: str, base: Release, series_stand_in: bool = False) -> Release:
     return Release(
         torch=public,
         torchvision=None,
@@ -131,6 +132,7 @@ def _stand_in(public: str, base: Release) -> Release:
         # Which build PyPI carries for a new release is not known: commands name the variant's index.
         platforms=tuple((name, replace(builds, pypi="")) for name, builds in base.platforms),
         assumed=True,
+        series_stand_in=series_stand_in,
     )
 
 

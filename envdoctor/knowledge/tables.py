@@ -53,10 +53,18 @@ class Release:
     pypi_linux_x86_64_default: str  # the variant plain `pip install torch` gives on Linux x86_64
     platforms: tuple[tuple[str, PlatformBuilds], ...] = ()
     assumed: bool = False  # not in the data: builds carried forward from the newest known release
+    # A stand-in for "the newest 2.14.x" when no 2.14 release is known: `torch` is "2.14" and pins
+    # read torch==2.14.*; no file name or exact version is ever made up for it.
+    series_stand_in: bool = False
 
     @property
     def version(self) -> Version:
         return Version(self.torch)
+
+    @property
+    def requirement(self) -> str:
+        """The version part of torch's pin: "2.5.1", or "2.14.*" for a series stand-in."""
+        return f"{self.torch}.*" if self.series_stand_in else self.torch
 
     @property
     def series(self) -> str:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from envdoctor.model.types import TextEnum
 from envdoctor.util.lazy_re import Lazy
+from envdoctor.util.limits import FIFO_REASON
 
 PYTORCH_WHEELS = "https://download.pytorch.org/whl/"
 
@@ -277,3 +278,53 @@ UV_CONSTRAINT_VARIABLES = ("UV_CONSTRAINT", "UV_OVERRIDE")
 
 
 UV_CONSTRAINT_SETTINGS = ("constraint-dependencies", "override-dependencies")
+
+
+# --- what a tool does with a file it cannot use ------------------------------------------------------
+
+
+class ToolEffect(TextEnum):
+    FATAL = "fatal"  # the tool refuses to run
+    HANG = "hang"  # the tool waits forever
+    IGNORED = "ignored"  # the tool silently skips the file
+
+
+def tool_effect(file: ConfigFile) -> ToolEffect | None:
+    """What the tool itself does with a file it cannot use (None: it uses it, or it is absent).
+
+    pip reads with configparser.read(), which skips files it cannot open but aborts on a syntax
+    error; conda opens every file on its search path and aborts on bad YAML; uv aborts on a bad
+    uv.toml but only warns about a bad pyproject.toml and skips an unreadable user file. A FIFO
+    opens fine and then gives no data until some program writes to it: pip and uv (which reads the
+    whole file before parsing) wait forever; conda loads only regular files and folders and stops
+    with an internal error on anything else.
+    """
+    status = file.status
+    if status == UNREADABLE and file.error == FIFO_REASON:
+        return ToolEffect.FATAL if file.tool == "conda" else ToolEffect.HANG
+    if status == MISSING:
+        if not file.named_by:
+            return None
+        return ToolEffect.FATAL if file.tool == "uv" else ToolEffect.IGNORED
+    if status == MALFORMED:
+        if file.tool == "uv" and file.path.endswith("pyproject.toml"):
+            return ToolEffect.IGNORED
+        return ToolEffect.FATAL
+    if status in (UNREADABLE, DIRECTORY):
+        if file.tool == "pip" or (file.tool == "uv" and file.level == "user"):
+            return ToolEffect.IGNORED
+        return ToolEffect.FATAL
+    return None
+
+
+def file_problem(file: ConfigFile) -> str:
+    """Why the file is unusable, in words: "line 3: <the parser's words>", "it is a folder", ..."""
+    if file.status == MALFORMED:
+        return f"line {file.line}: {file.error}" if file.line else str(file.error)
+    if file.status == MISSING:
+        return f"{file.named_by} names it, but there is no such file"
+    if file.status == DIRECTORY:
+        return "it is a folder, not a file"
+    if file.status == UNREADABLE and file.error == FIFO_REASON:
+        return "it is a FIFO (named pipe), not a regular file"
+    return f"it cannot be read ({file.error})"

@@ -103,7 +103,9 @@ def render_text(
                 lines += [f"    {line}" if line else "" for line in text.splitlines()]
         lines.append("")
     else:
-        lines.append(prose(plan.reason, "No fitting build: "))
+        # The reason opens with "no torch build fits: <why>": said once, as the sentence it is.
+        said = plan.reason[:1].upper() + plan.reason[1:] if plan.reason.startswith("no ") else plan.reason
+        lines.append(prose(said, ""))
         lines.append("")
     if plan.warnings:
         lines += [prose(w, "Note: ") for w in plan.warnings]

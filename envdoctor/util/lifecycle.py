@@ -127,7 +127,7 @@ def track(start: Any) -> subprocess.Popen[Any]:
         if _closing:
             raise Exiting("envdoctor is exiting")
         if not _at_exit:
-            atexit.register(kill_all)
+            atexit.register(kill_all, True, False)  # at exit too, a daemon thread may hold an import lock
             _at_exit = True
         proc: subprocess.Popen[Any] = start()
         _children.add(proc)
@@ -139,8 +139,44 @@ def forget(proc: subprocess.Popen[Any]) -> None:
         _children.discard(proc)
 
 
-def kill_tree(proc: subprocess.Popen[Any]) -> None:
-    """SIGKILL the child's process group (its own session: grandchildren included)."""
+def _psutil(may_import: bool) -> Any:
+    """psutil, or None. A signal handler may not import: it runs on the main thread between two
+    bytecodes, perhaps inside the import machinery while a probe thread holds psutil's module
+    lock, and an import there waits for ever (seen: `check` hung after SIGTERM)."""
+    found = sys.modules.get("psutil")
+    if found is not None or not may_import:
+        return found
+    try:
+        import psutil
+
+        return psutil
+    except ImportError:
+        return None
+
+
+def _descendants(pid: int, may_import: bool = True) -> list[Any]:
+    """Every process below `pid` (psutil.Process objects), read before anything is killed: a
+    grandchild that left the child's session (setsid) is still its descendant while the child
+    lives, and no group kill reaches it."""
+    psutil = _psutil(may_import)
+    if psutil is None:
+        return []
+    try:
+        return list(psutil.Process(pid).children(recursive=True))
+    except Exception:  # the process gone, no permission: the group kill remains
+        return []
+
+
+def _kill_processes(found: list[Any]) -> None:
+    for process in found:
+        with contextlib.suppress(Exception):
+            process.kill()
+
+
+def kill_tree(proc: subprocess.Popen[Any], may_import: bool = True) -> None:
+    """SIGKILL the child's process group (its own session: grandchildren included), and every
+    descendant that left it (a `setsid` grandchild of a hung nvcc)."""
+    below = _descendants(proc.pid, may_import) if proc.poll() is None else []
     try:
         if os.name == "posix":
             os.killpg(proc.pid, signal.SIGKILL)
@@ -148,10 +184,46 @@ def kill_tree(proc: subprocess.Popen[Any]) -> None:
             proc.kill()
     except OSError:  # already gone
         pass
+    _kill_processes(below)
 
 
-def kill_all(closing: bool = True) -> None:
-    """Kill every child still running; with `closing` (at exit), start no more."""
+# Set when this process adopts the orphans of its children (Linux's child subreaper, for the
+# console entry point only): a grandchild whose parent died before the kill comes back to us.
+_adopting = False
+
+
+def adopt_orphans() -> None:
+    """Make the console entry point a child subreaper (Linux): descendants orphaned by a killed
+    child become our children, and kill_all ends them at exit. Never for envdoctor used as a
+    library (envdoctor.require): the host program's orphans are not ours to adopt."""
+    global _adopting
+    if _adopting or not _installed or not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        pr_set_child_subreaper = 36  # linux/prctl.h
+        libc = ctypes.CDLL(None, use_errno=True)
+        _adopting = libc.prctl(pr_set_child_subreaper, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        pass
+
+
+def _adopted(may_import: bool) -> list[Any]:
+    """What is still below us once every child we started is killed: orphans of a killed tree,
+    adopted as subreaper."""
+    psutil = _psutil(may_import) if _adopting else None
+    if psutil is None:
+        return []
+    try:
+        return list(psutil.Process().children(recursive=True))
+    except Exception:
+        return []
+
+
+def kill_all(closing: bool = True, may_import: bool = True) -> None:
+    """Kill every child still running; with `closing` (at exit), start no more, and end what the
+    killed trees left behind. `may_import`: False in a signal handler (see _psutil)."""
     global _closing
     with _Held():
         _closing = _closing or closing
@@ -159,7 +231,9 @@ def kill_all(closing: bool = True) -> None:
         _children.clear()
     for proc in running:
         if proc.poll() is None:
-            kill_tree(proc)
+            kill_tree(proc, may_import)
+    if closing:
+        _kill_processes(_adopted(may_import))
 
 
 _interruptible = 0  # depth of `interruptible` sections: a signal raises KeyboardInterrupt there
@@ -194,10 +268,10 @@ def _on_signal(number: int, _frame: object) -> None:
     if _deferred(number):
         return
     if _interruptible and not _closing:
-        kill_all(closing=False)  # what follows (fix's report) may still run a program
+        kill_all(closing=False, may_import=False)  # what follows (fix's report) may still run a program
         _say_interrupted(number)
         raise KeyboardInterrupt
-    kill_all(closing=True)  # and no probe thread starts another one before the exit
+    kill_all(closing=True, may_import=False)  # and no probe thread starts another one before the exit
     _say_interrupted(number)
     os._exit(EXIT_INTERRUPTED)
 
