@@ -97,6 +97,13 @@ def build_index(root: Path) -> None:
     # An unlabelled CPU wheel mirrored onto a CUDA page belongs to no CUDA variant.
     variant_pages["cu128"].append(Wheel(linux("torch", "2.16.0", "314")))
     variant_pages["cpu"].append(Wheel(linux("torch", "2.13.0", "311", "cpu")))  # already known
+    # Every variant a known release has keeps its page on PyTorch's index (a 404 there is a page
+    # not read); those with nothing beyond the data are empty here.
+    from envdoctor import knowledge
+
+    for release in knowledge.builtin_releases()[-6:]:
+        for variant in release.variants:
+            variant_pages.setdefault(variant, [])
     for variant, wheels in variant_pages.items():
         _write_project(root / "whl" / variant / "torch", "torch", Project(wheels))
     _write_project(root / "whl" / "cpu" / "torchvision", "torchvision", Project([]))

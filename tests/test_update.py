@@ -142,7 +142,8 @@ def test_install_plans_the_release_the_update_found(with_overlay: Callable[..., 
     assert json.loads(newest)["torch"] == "2.16.0"
     # The carried-forward arch list is used, and said to be borrowed.
     gpu = with_overlay("--os", "linux", "--python", "3.12", "--gpu", "sm_86", "--cuda", "cu130")
-    assert "torch-2.16.0+cu130-cp312" in gpu
+    # Python 3.12 is another machine's: its official command, not this machine's offline route.
+    assert "torch==2.16.0" in gpu and "/whl/cu130" in gpu
     assert "no published arch list for torch 2.16.0" in gpu
     # Python 3.10 has no 2.16.0 wheels on the index: the newest that fits is the built-in 2.13.0.
     older = with_overlay("--os", "linux", "--python", "3.10", "--cuda", "cpu", "-f", "json")
@@ -173,10 +174,44 @@ def test_a_second_update_keeps_the_releases_an_index_did_not_show_again(
         done = _run(
             copy, "update", "--index-url", f"{nothing.url}/simple", "--pytorch-index", f"{index.url}/whl"
         )
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr  # a partial update: said, and exit 1
     assert "Not read (3):" in done.stdout  # the empty default index's three pages
+    assert "Partial update" in done.stdout
     rows = {r["torch"]: r for r in _overlay(copy)["releases"]}  # type: ignore[attr-defined]
     assert sorted(rows) == ["2.15.0", "2.16.0"]
+    # The default index did not answer: its builds stay what the first update read.
+    assert rows["2.16.0"]["platforms"]["linux-x86_64"]["pypi"] != "none"
+
+
+def test_a_page_that_failed_keeps_what_the_overlay_knew_from_it(
+    updated: tuple[Path, str, list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cpu page does not answer on the second update: 2.16.0's CPU build is kept, the overlay
+    records the page as not read, and `install --torch 2.16.0 --cuda cpu` still plans it (it used
+    to say "no CPU build for linux-x86_64" for every later run)."""
+    import shutil
+
+    cache, _, _ = updated
+    copy = tmp_path / "cache"
+    copy.mkdir()
+    (copy / overlay.FILE_NAME).write_text((cache / overlay.FILE_NAME).read_text())
+    broken = tmp_path / "index"
+    build_index(broken)
+    shutil.rmtree(broken / "whl" / "cpu" / "torch")  # the cpu page answers 404 now
+    with serve(broken) as served:
+        done = _run(
+            copy, "update", "--index-url", f"{served.url}/simple", "--pytorch-index", f"{served.url}/whl"
+        )
+    assert done.returncode == 1, done.stdout + done.stderr
+    data = _overlay(copy)
+    assert any(p["url"].endswith("/whl/cpu/torch/") for p in data["pages"]["not_read"]), data["pages"]
+    assert any(url.endswith("/whl/cu130/torch/") for url in data["pages"]["read"])
+    rows = {r["torch"]: r for r in data["releases"]}
+    assert "cpu" in rows["2.16.0"]["platforms"]["linux-x86_64"]["variants"]
+    # On a machine described by --python 3.12 (this machine's constraint is not its concern).
+    planned = _run(copy, "install", "--torch", "2.16.0", "--cuda", "cpu", "--os", "linux", "--python", "3.12")
+    assert planned.returncode == 0, planned.stdout
+    assert "torch==2.16.0" in planned.stdout and "/whl/cpu" in planned.stdout
 
 
 def _closed_port() -> int:
@@ -386,14 +421,21 @@ def test_a_missing_variant_page_is_no_failure_but_a_missing_default_page_is() ->
     from envdoctor.update.http import Response
 
     wanted = {
-        "u/cu140/torch/": Page("pytorch", "torch", "cu140"),  # PyTorch's storage says 403
-        "u/cu141/torch/": Page("pytorch", "torch", "cu141"),
+        "u/cu140/torch/": Page("pytorch", "torch", "cu140", guessed=True),  # PyTorch's storage says 403
+        "u/cu141/torch/": Page("pytorch", "torch", "cu141", guessed=True),
+        "u/cpu/torch/": Page("pytorch", "torch", "cpu"),  # a known release's variant: its page exists
         "i/torch/": Page("default", "torch"),
     }
     answers = {
         "u/cu140/torch/": Response("u/cu140/torch/", 403, error="HTTP 403"),
         "u/cu141/torch/": Response("u/cu141/torch/", 404, error="HTTP 404"),
+        "u/cpu/torch/": Response("u/cpu/torch/", 404, error="HTTP 404"),
         "i/torch/": Response("i/torch/", 403, error="HTTP 403"),
     }
     seen = read_pages(answers, wanted, Horizon(Version("2.13.0"), {}, ()))
-    assert [(f.url, f.error) for f in seen.failures] == [("i/torch/", "HTTP 403")]
+    # A guessed variant not published yet is no failure; a known variant's page that does not
+    # answer is a page not read, not a variant gone.
+    assert [(f.url, f.error) for f in seen.failures] == [
+        ("u/cpu/torch/", "HTTP 404"),
+        ("i/torch/", "HTTP 403"),
+    ]

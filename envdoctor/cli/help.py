@@ -46,7 +46,9 @@ COMMAND_HELP: dict[str, str] = {
     "update": "Refresh envdoctor's release data from the package indexes into an overlay in your cache "
     "folder.\n\nReads PyTorch's per-variant wheel pages and the default index (pip's configured index, "
     "else pip's default); `check` and `install` then know the newer releases. What an index cannot tell "
-    "(GPU arch lists, minimum drivers) is carried forward from the nearest known build, marked assumed.",
+    "(GPU arch lists, minimum drivers) is carried forward from the nearest known build, marked assumed."
+    "\n\nExit codes: 0 every page read, 1 a partial update (some pages not read: what the overlay knew "
+    "from them is kept), 2 nothing could be read, or bad options.",
     "fix": "Apply the install fixes of the current findings to the examined interpreter: show the "
     "commands and package changes, ask, record what is installed, run them, check again, and restore "
     "if it got worse.\n\nExit codes: 0 fixed, 1 not fixed (the output says why), 2 bad usage, "

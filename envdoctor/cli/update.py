@@ -73,6 +73,11 @@ def render(outcome: Outcome, given: Sources) -> str:
         if len(outcome.failures) > 8:
             lines.append(f"  ... and {len(outcome.failures) - 8} more")
     lines.append(f"Written: {outcome.path}")
+    if outcome.failures:
+        lines.append(
+            f"Partial update: {len(outcome.failures)} page(s) not read; what the overlay knew from them "
+            "is kept (nothing read is taken for absent). Run `envdoctor update` again to read them (exit 1)."
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -117,3 +122,5 @@ def register(app: typer.Typer, fail: Callable[[str], NoReturn]) -> None:
         except UpdateError as exc:
             stop(str(exc))
         sys.stdout.write(render(outcome, given))
+        if outcome.failures:  # partial: said, and exit 1, so that a script sees it
+            raise typer.Exit(1)

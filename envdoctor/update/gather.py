@@ -30,6 +30,7 @@ _RECENT = 6  # the variants of this many newest known releases are looked up, an
 class Failure:
     url: str
     error: str
+    page: Page | None = None  # which page it was: its data is kept from the overlay before
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,7 @@ class Page:
     source: str  # "pytorch" (a per-variant page) or "default" (the default index)
     project: str  # "torch", "torchvision", "torchaudio"
     variant: str = ""  # the PyTorch page's variant
+    guessed: bool = False  # a variant no known release has (the next CUDA): a 404 says "none yet"
 
 
 def candidate_variants(known: tuple[Release, ...]) -> tuple[str, ...]:
@@ -62,12 +64,15 @@ def candidate_variants(known: tuple[Release, ...]) -> tuple[str, ...]:
     return tuple(found)
 
 
-def pages(pytorch_index: str, default_index: str | None, variants: tuple[str, ...]) -> dict[str, Page]:
-    """Every project page to read, by URL."""
+def pages(
+    pytorch_index: str, default_index: str | None, variants: tuple[str, ...], known: tuple[str, ...] = ()
+) -> dict[str, Page]:
+    """Every project page to read, by URL; `known`: the variants some known release has (their
+    pages exist: a 404 there is a page not read, never a variant gone)."""
     found: dict[str, Page] = {}
     base = pytorch_index.rstrip("/") + "/"
     for variant in variants:
-        found[f"{base}{variant}/torch/"] = Page("pytorch", "torch", variant)
+        found[f"{base}{variant}/torch/"] = Page("pytorch", "torch", variant, guessed=variant not in known)
     for project in COMPANIONS:
         found[f"{base}cpu/{project}/"] = Page("pytorch", project, "cpu")
     if default_index:
@@ -93,6 +98,7 @@ class Seen:
     default: dict[str, dict[str, Build]] = field(default_factory=dict)  # torch/platform, default index
     companions: dict[str, dict[str, Wheel]] = field(default_factory=dict)  # project/version -> a wheel
     failures: list[Failure] = field(default_factory=list)
+    read: list[str] = field(default_factory=list)  # the URLs of the pages that answered
     pages: int = 0  # pages that answered
     default_answered: bool = False  # the default index's torch page was read
 
@@ -166,16 +172,17 @@ def read_pages(answers: Mapping[str, Response], wanted: Mapping[str, Page], hori
     seen = Seen()
     for url, page in wanted.items():
         answer = answers[url]
-        if page.source == "pytorch" and answer.status in (403, 404, 410):
+        if page.guessed and answer.status in (403, 404, 410):
             continue  # an unpublished (guessed) variant: PyTorch's storage answers 403 for those
         if not answer.ok:
-            seen.failures.append(Failure(url, answer.error or f"HTTP {answer.status}"))
+            seen.failures.append(Failure(url, answer.error or f"HTTP {answer.status}", page))
             continue
         try:
             files = parse_page(answer)
         except IndexPageError as exc:
-            seen.failures.append(Failure(url, f"not an index page ({exc})"))
+            seen.failures.append(Failure(url, f"not an index page ({exc})", page))
             continue
+        seen.read.append(url)
         seen.pages += 1
         if page.source == "default" and page.project == "torch":
             seen.default_answered = True
@@ -273,7 +280,8 @@ def gather(
     pythons: tuple[str, ...],
     deadline: float,
 ) -> tuple[Seen, Metadata]:
-    wanted = pages(pytorch_index, default_index, candidate_variants(known))
+    every = tuple(dict.fromkeys(v for release in known for v in release.variants))
+    wanted = pages(pytorch_index, default_index, candidate_variants(known), every)
     answers = fetch_all([Request(url, SIMPLE_ACCEPT) for url in wanted], deadline)
     seen = read_pages(answers, wanted, Horizon.of(known, pythons))
     if seen.pages == 0:

@@ -1,11 +1,15 @@
 """Refresh the release data: gather what the indexes show, assemble the rows, write the overlay.
 
-Only releases newer than the built-in data are written; an overlay already there keeps the
-releases this run did not see again (an index that did not answer takes nothing away).
+Only releases newer than the built-in data are written. "Could not read" never becomes "does not
+exist": an overlay already there keeps the releases this run did not see again, and a release seen
+again keeps, from the overlay before, every build whose page did not answer this time (a failed
+cpu page must not take 2.14.1's CPU build away). The overlay records which pages were read and
+which were not; an update that missed some says so and exits 1.
 """
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,8 +21,8 @@ from packaging.version import Version
 from envdoctor import knowledge
 from envdoctor.knowledge import Release
 from envdoctor.knowledge import overlay as overlay_file
-from envdoctor.update.assemble import NewRelease, assemble
-from envdoctor.update.gather import Failure, gather
+from envdoctor.update.assemble import NOT_ON_DEFAULT_INDEX, NewRelease, assemble, variant_order
+from envdoctor.update.gather import Failure, Page, gather
 from envdoctor.util.urls import safe_url
 
 DEFAULT_DEADLINE = 30.0
@@ -78,6 +82,50 @@ def _kept(path: str, fresh: set[str]) -> tuple[list[Any], list[Any], list[Any]]:
     return rows, arch_lists, drivers
 
 
+def _previous(path: str, torch: str) -> Mapping[str, Any] | None:
+    try:
+        before = overlay_file.read(path)
+    except overlay_file.OverlayError:
+        return None
+    if before is None:
+        return None
+    return next((row for row in before.rows if row.get("torch") == torch), None)
+
+
+def _with_unread_builds(
+    row: dict[str, Any], previous: Mapping[str, Any] | None, unread: tuple[Page, ...]
+) -> dict[str, Any]:
+    """`row` as this run built it, plus what the overlay before knew from pages that did not
+    answer now: the variants of unread PyTorch pages, the default index's build where its page was
+    unread, the companions where their pages were."""
+    if previous is None or not unread:
+        return row
+    variants = {p.variant for p in unread if p.source == "pytorch" and p.project == "torch"}
+    default_unread = any(p.source == "default" and p.project == "torch" for p in unread)
+    merged = copy.deepcopy(row)
+    platforms: dict[str, Any] = merged.setdefault("platforms", {})
+    for name, builds in (previous.get("platforms") or {}).items():
+        keep = [v for v in builds.get("variants", []) if v in variants]
+        if default_unread and builds.get("pypi") and builds["pypi"] != NOT_ON_DEFAULT_INDEX:
+            keep.append(builds["pypi"])
+        if not keep:
+            continue
+        now = platforms.setdefault(name, {"variants": [], "pypi": builds.get("pypi", "")})
+        now["variants"] = sorted(set(now["variants"]) | set(keep), key=variant_order)
+        if default_unread and builds.get("pypi"):
+            now["pypi"] = builds["pypi"]
+        if "python" in builds:
+            now["python"] = sorted(
+                set(now.get("python", merged.get("python", []))) | set(builds["python"]), key=Version
+            )
+    for key in ("cuda", "rocm", "python"):
+        merged[key] = sorted(set(merged.get(key, [])) | set(previous.get(key, [])), key=Version)
+    for project in ("torchvision", "torchaudio"):
+        if merged.get(project) is None and any(p.project == project for p in unread):
+            merged[project] = previous.get(project)
+    return merged
+
+
 def refresh(
     sources: Sources,
     path: str,
@@ -98,7 +146,9 @@ def refresh(
         shown = "; ".join(f"{safe_url(f.url)}: {f.error}" for f in seen.failures[:2])
         raise UpdateError(f"no index answered ({shown or 'no pages'}); nothing was written")
     built = assemble(seen, found, known)
-    kept_rows, kept_arch_lists, kept_drivers = _kept(path, {row["torch"] for row in built.rows})
+    unread = tuple(f.page for f in (*seen.failures, *found.failures) if f.page is not None)
+    fresh_rows = [_with_unread_builds(row, _previous(path, row["torch"]), unread) for row in built.rows]
+    kept_rows, kept_arch_lists, kept_drivers = _kept(path, {row["torch"] for row in fresh_rows})
     drivers = {row["cuda"]: row for row in kept_drivers}
     drivers.update(built.drivers)
     data: dict[str, Any] = {
@@ -109,9 +159,13 @@ def refresh(
             "pytorch_index": safe_url(sources.pytorch_index),
             "default_index": safe_url(sources.default_index) if sources.default_index else None,
         },
-        "releases": sorted(kept_rows + built.rows, key=lambda r: Version(str(r["torch"]))),
+        "releases": sorted(kept_rows + fresh_rows, key=lambda r: Version(str(r["torch"]))),
         "arch_lists": kept_arch_lists + built.arch_lists,
         "drivers": [drivers[c] for c in sorted(drivers, key=Version)],
+        "pages": {
+            "read": [safe_url(url) for url in seen.read],
+            "not_read": [{"url": safe_url(f.url), "error": f.error} for f in seen.failures],
+        },
     }
     try:
         overlay_file.write(data, path)
