@@ -212,3 +212,33 @@ def test_no_grandchild_outlives_check(tmp_path: Path) -> None:
         for process in left:  # ours: started by this test's envdoctor
             process.kill()
         assert not left, f"{name}: left running {[p.info['cmdline'] for p in left]}"
+
+
+# --- item 8: uv and conda take the wheel a local source holds ------------------------------------
+
+
+def _unreachable_remote(manager: str) -> Sources:
+    return Sources(
+        manager=manager,
+        answers=(Answer(OFFICIAL, Reach.UNREACHABLE, "no answer"), Answer(DEFAULT, Reach.UNREACHABLE, "no")),
+        default_index=DEFAULT,
+        pip_inside=replace(HERE, constraints=(), answers=(Answer(OFFICIAL, Reach.UNREACHABLE, "no answer"),)),
+    )
+
+
+def test_uv_takes_the_wheel_pips_find_links_folder_holds() -> None:
+    result = plan(_target(manager="uv", sources=_unreachable_remote("uv")))
+    argv = [c.argv for c in result.commands]
+    assert result.route is Route.LOCAL, (result.route, result.source)
+    assert argv and argv[0][:3] == ("uv", "pip", "install"), argv
+    assert "--find-links" in argv[0] and "/opt/wheels" in argv[0] and "torch==2.13.0+cpu" in argv[0], argv
+    assert "download" not in (result.source or "")
+
+
+def test_conda_installs_with_pip_from_the_same_folder() -> None:
+    result = plan(_target(manager="conda", sources=_unreachable_remote("conda")))
+    argv = [c.argv for c in result.commands]
+    assert any(
+        a[:4] == ("/env/bin/python", "-m", "pip", "install") and "torch==2.13.0+cpu" in a for a in argv
+    ), argv
+    assert "find-links folder /opt/wheels" in (result.source or ""), result.source

@@ -128,13 +128,22 @@ def with_answers(
 
     if sources.offline:
         return sources
-    configured = [s.url for s in ((sources.index,) if sources.index else ()) + sources.extra]
-    wanted = [PYTORCH_WHEELS, sources.index.url if sources.index else (sources.default_index or "")]
+    inside = sources.pip_inside
+    both = (sources,) if inside is None else (sources, inside)
+    configured = [s.url for each in both for s in ((each.index,) if each.index else ()) + each.extra]
+    wanted = [
+        PYTORCH_WHEELS,
+        *(each.index.url if each.index else (each.default_index or "") for each in both),
+    ]
     urls = tuple(
         dict.fromkeys(u for u in [*wanted, *extra, *configured] if u.startswith(("http://", "https://")))
     )
-    answers = [planner_sources.answer_of(check) for check in check_reach(host, urls[:6])]
-    return replace(sources, answers=tuple(answers))
+    answers = tuple(planner_sources.answer_of(check) for check in check_reach(host, urls[:6]))
+    # pip's own view (the pip step inside a conda environment, a uv plan's borrowed wheels) hears
+    # the same answers.
+    return replace(
+        sources, answers=answers, pip_inside=replace(inside, answers=answers) if inside is not None else None
+    )
 
 
 def detect(

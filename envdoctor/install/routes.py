@@ -29,6 +29,7 @@ from envdoctor.install.commands import Command, IndexChoice, pip_command, pip_pi
 from envdoctor.install.sources import (
     LocalWheel,
     Reach,
+    SourceKind,
     Sources,
     local_build,
     pin,
@@ -151,6 +152,14 @@ def route(
     sources = target.sources
     if (
         sources is not None
+        and sources.manager == "conda"
+        and manager == "pip"
+        and sources.pip_inside is not None
+    ):
+        # pip inside the conda environment reads pip's own configuration: plan its step with it.
+        return route(release, variant, index, replace(target, sources=sources.pip_inside), manager, warnings)
+    if (
+        sources is not None
         and manager == "pip"
         and _conda_pip_unserved(release, variant, index, target, sources)
     ):
@@ -175,6 +184,10 @@ def route(
             release, variant, index, target, manager, sources, warnings, routed=routed_local is not None
         )
     others = _alternatives(release, variant, index, target, sources)
+    if not others and manager == "uv":
+        borrowed = _borrowed_local_route(release, variant, target, sources)
+        if borrowed is not None:
+            return borrowed
     if not others:
         return _offline_route(release, variant, index, target, sources, manager)
     silent = sources.reach(index.url)
@@ -190,6 +203,38 @@ def route(
         fallback=True,
         routed=routed_local is not None,
     )
+
+
+def _borrowed_local_route(
+    release: Release, variant: str, target: InstallTarget, sources: Sources
+) -> Routed | None:
+    """uv reads none of pip's settings, but the wheel pip's find-links folder (or file:// index)
+    holds is on this machine all the same: uv takes it when the command names that source."""
+    pip = sources.pip_inside
+    if pip is None:
+        return None
+    local = _local(release, variant, target, pip)
+    if "torch" not in local:
+        return None
+    named: list[str] = []
+    for wheel in local.values():
+        flag = "--find-links" if wheel.source.kind is SourceKind.FIND_LINKS else "--extra-index-url"
+        if wheel.source.url not in named:
+            named += [flag, wheel.source.url]
+    pins = [pin(local[name], pip) for name in _packages(release) if name in local]
+    python = _examined_python(target)
+    argv = ("uv", "pip", "install", *(("--python", python) if python else ()), *named, *pins)
+    torch = local["torch"]
+    sentence = (
+        f"From {torch.source.url} ({torch.source.origin}, a source pip is configured with), which holds "
+        f"{torch.filename}: uv reads no pip settings, so the command names it, and uv takes the wheel "
+        "from there without the network"
+    )
+    left = [n for n in _packages(release) if n not in local and _versions(release).get(n)]
+    if left:
+        missing = ", ".join(f"{n} {_versions(release)[n]} ({variant})" for n in left)
+        sentence += f"; {missing} is in no local source, so the command leaves it out"
+    return Routed((Command(argv, "uv"),), "local", sentence)
 
 
 def _conda_pip_unserved(

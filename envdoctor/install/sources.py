@@ -173,6 +173,9 @@ class Sources:
     # The manager cannot load its own configuration (pip.conf with a syntax error, a uv.toml uv
     # refuses, a FIFO it would wait on): every command of it fails, so the planner plans none.
     broken: str | None = None
+    # What pip itself would use here: the sources of the pip step inside a conda environment, and
+    # the local wheels a uv plan may take with an explicit --find-links (uv reads no pip settings).
+    pip_inside: Sources | None = None
 
     def reach(self, url: str | None) -> Answer:
         """What is known of `url`'s host: the answer for the longest checked prefix of it, else one for
@@ -463,6 +466,9 @@ def from_facts(
         default_index=default_index,
         conda=conda_channels(conda) if manager == "conda" and conda is not None else None,
         broken=_unusable_configuration(manager, pip, uv, conda),
+        pip_inside=from_facts("pip", pip, None, None, facts, default_index)
+        if manager in ("conda", "uv")
+        else None,
     )
 
 
