@@ -393,3 +393,78 @@ def test_fix_without_a_terminal_or_yes_is_bad_usage(
     assert ran.code == 2 and "add --yes" in ran.err and ran.out == ""
     ran = run_cli(capsys, monkeypatch, "fix", "--yes", "--command-timeout", "1")
     assert ran.code == 2 and "--command-timeout 1" in ran.err
+
+
+# --- issue 20, item 5: the plan's routes in order -----------------------------------------------
+
+INSTALL_REMOTE = (
+    *PIP,
+    "install",
+    "torch==2.13.0+cpu",
+    "--index-url",
+    "https://download.pytorch.org/whl/cpu",
+)
+INSTALL_LOCAL = (*PIP, "install", "torch==2.13.0+cpu")
+
+
+def _with_reach(base: Report, *silent: str) -> Report:
+    from dataclasses import replace
+
+    from envdoctor.model.findings import ProbeResult, ProbeStatus
+    from envdoctor.model.sources import ReachCheck, ReachStatus, SourcesFacts
+
+    facts = SourcesFacts(reach=tuple(ReachCheck(url, ReachStatus.UNREACHABLE, "no answer") for url in silent))
+    return replace(base, probes=(ProbeResult("sources", ProbeStatus.OK, 0.0, facts),))
+
+
+def test_a_route_to_a_host_that_did_not_answer_comes_after_one_that_can_work(tmp_path: Path) -> None:
+    silent = _with_reach(
+        report(finding("ED001", install_fix(INSTALL_REMOTE), install_fix(INSTALL_LOCAL))),
+        "https://download.pytorch.org/whl/",
+    )
+    step = select(silent).steps[0]
+    assert step.argvs == (INSTALL_LOCAL,) and step.routes[1].unreachable == ("download.pytorch.org",)
+    env = Scripted({}, {})
+    env.ok(INSTALL_LOCAL, {"torch": "2.13.0+cpu"})
+    code, out = run(env, [silent, HEALTHY], tmp_path, yes=True)
+    assert code == FIXED and env.streamed == [INSTALL_LOCAL], out.text
+    assert "if that fails (it names download.pytorch.org, which did not answer)" in out.text
+
+
+def test_a_failed_route_names_the_interpreter_and_the_next_route_runs(tmp_path: Path) -> None:
+    two = report(finding("ED001", install_fix(INSTALL_LOCAL), install_fix(INSTALL_REMOTE)))
+    env = Scripted({}, {})
+    env.ok(INSTALL_LOCAL, {}, code=1)
+    env.ok(INSTALL_REMOTE, {"torch": "2.13.0+cpu"})
+    code, out = run(env, [two, HEALTHY], tmp_path, yes=True)
+    assert code == FIXED, out.text
+    assert env.streamed == [INSTALL_LOCAL, INSTALL_REMOTE]
+    assert f"exit status 1, run with {PY}; trying the next route: Install torch" in out.text
+
+
+def test_fix_offline_keeps_pips_build_environments_local(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from envdoctor.model.findings import ProbeResult, ProbeStatus
+    from envdoctor.model.sources import CondaConfig, MirrorFacts, PipConfig, PipSetting, UvConfig
+
+    pip = PipConfig(
+        effective=(
+            PipSetting("global", "index-url", "https://mirror.example.invalid/simple", "pip.conf"),
+            PipSetting("global", "extra-index-url", "file:///opt/pypi/simple", "pip.conf"),
+            PipSetting(":env:", "find-links", "/opt/wheels", "PIP_FIND_LINKS"),
+        )
+    )
+    facts = MirrorFacts(pip, CondaConfig(), UvConfig())
+    base = replace(BROKEN, probes=(ProbeResult("mirrors", ProbeStatus.OK, 0.0, facts),))
+    env = Scripted({}, {})
+    env.ok(INSTALL_TORCH, {"torch": "2.13.0+cpu"})
+    code, out = run(env, [base, HEALTHY], tmp_path, yes=True, offline=True)
+    assert code == FIXED, out.text
+    sent = env.host.stream_env[0]
+    assert sent["PIP_INDEX_URL"] == "file:///opt/pypi/simple" and sent["PIP_EXTRA_INDEX_URL"] == ""
+    assert sent["PIP_FIND_LINKS"] == "/opt/wheels" and "mirror.example.invalid" not in " ".join(sent.values())
+    online = Scripted({}, {})
+    online.ok(INSTALL_TORCH, {"torch": "2.13.0+cpu"})
+    run(online, [base, HEALTHY], tmp_path / "on", yes=True)
+    assert online.host.stream_env == [{}]

@@ -61,6 +61,7 @@ def fix(
     from envdoctor.engine import judge, selected_probes
     from envdoctor.fix.runner import FixRequest, FixRun, usage_error
     from envdoctor.host.live import LiveHost
+    from envdoctor.probes.sources import offline_wanted
 
     shared.check_timeout(timeout)
     if not 10 <= command_timeout <= 86400:
@@ -74,7 +75,11 @@ def fix(
         return judge(*inputs, settings)
 
     request = FixRequest(
-        yes=yes, dry_run=dry_run, interactive=_interactive(), command_timeout=command_timeout
+        yes=yes,
+        dry_run=dry_run,
+        interactive=_interactive(),
+        command_timeout=command_timeout,
+        offline=offline_wanted(LiveHost(), offline),
     )
     problem = usage_error(request)
     if problem is not None:  # before the check: nothing would be applied anyway

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from envdoctor.fix import changes
+from envdoctor.fix.offline import offline_environment
 from envdoctor.fix.restore import RestorePlan, restore_plan
 from envdoctor.fix.selection import Selection, Step, select
 from envdoctor.fix.state import EnvState, StateError, read_state, save_state
@@ -39,6 +40,7 @@ class FixRequest:
     interactive: bool = False  # stdin and stdout are a terminal: a question can be answered
     command_timeout: float = COMMAND_TIMEOUT
     state_dir: str | None = None  # where the recorded state goes (envdoctor's cache folder)
+    offline: bool = False  # pip, and the build environments it makes, read local sources only
 
 
 def usage_error(request: FixRequest) -> str | None:
@@ -70,6 +72,14 @@ def describe_plan(selection: Selection, planned: Sequence[changes.Change]) -> st
     for step in selection.steps:
         lines.append(f"  [{', '.join(step.codes)}] {step.summary}")
         lines.extend(f"    {command}" for command in step.commands)
+        for other in step.routes[1:]:
+            silent = (
+                f" (it names {', '.join(other.unreachable)}, which did not answer)"
+                if other.unreachable
+                else ""
+            )
+            lines.append(f"    if that fails{silent}: {other.summary}")
+            lines.extend(f"      {command}" for command in other.commands)
     lines.append("Package changes:")
     lines.extend(f"  {c.words}" for c in planned)
     if not planned:
@@ -160,13 +170,13 @@ class FixRun:
         return NOT_FIXED
 
     def _apply(self, before: Report, selection: Selection, recorded: EnvState, where: str) -> int:
+        env = offline_environment(before) if self.request.offline else None
+        if env is not None:
+            self.out.say("Offline: pip and its build environments read local sources only.\n")
         for step in selection.steps:
-            for argv in step.argvs:
-                result = self._run(argv)
-                if not result.ok:
-                    why = _failure(argv, result)
-                    self.out.say(f"Failed: {why}\n")
-                    return self._restore(recorded, where, f"a command failed ({why})")
+            failed = self._apply_step(step, before.interpreter.path, env)
+            if failed is not None:
+                return self._restore(recorded, where, f"a command failed ({failed})")
         after = self.check()
         self.out.say(f"Before: {verdict(before)}\nAfter:  {verdict(after)}\n")
         reason = worse(before, after)
@@ -182,9 +192,26 @@ class FixRun:
         self.out.say(f"Not fixed: {codes} remain; the changes are kept (the check is not worse).\n")
         return NOT_FIXED
 
-    def _run(self, argv: Sequence[str]) -> CommandResult:
+    def _apply_step(self, step: Step, python: str, env: dict[str, str] | None) -> str | None:
+        """Each route of the step in turn until one succeeds; None then, else the last failure."""
+        failure = None
+        for number, route in enumerate(step.routes):
+            failure = None
+            for argv in route.argvs:
+                result = self._run(argv, env)
+                if not result.ok:
+                    failure = f"{_failure(argv, result)}, run with {python}"
+                    break
+            if failure is None:
+                return None
+            following = step.routes[number + 1] if number + 1 < len(step.routes) else None
+            nxt = f"; trying the next route: {following.summary}" if following else "; no other route"
+            self.out.say(f"Failed: {failure}{nxt}\n")
+        return failure
+
+    def _run(self, argv: Sequence[str], env: dict[str, str] | None = None) -> CommandResult:
         self.out.say(f"$ {join(argv, self.host.platform().os)}\n")
-        return self.host.stream(argv, self.request.command_timeout, self.out.say)
+        return self.host.stream(argv, self.request.command_timeout, self.out.say, env)
 
     def _restore(self, recorded: EnvState, where: str, why: str) -> int:
         now = self._read_now(recorded, where)

@@ -4,6 +4,10 @@ A fix is run only when it is marked as an install fix (FixKind.INSTALL: built fr
 from exact pins) and every command in it is a package-manager command for the examined interpreter:
 `<python> -m pip install|uninstall ...` or `uv pip install|uninstall --python <python> ...`.
 Anything else (drivers, system packages, settings, reboots) is shown as a step for the user.
+
+A finding's runnable fixes are its routes, in the planner's order; one that names a host the
+report marks unreachable comes after those that do not (it is run only if they fail), so `fix`
+never starts with a route that cannot answer while another can.
 """
 
 from __future__ import annotations
@@ -17,13 +21,33 @@ _PIP_ACTIONS = ("install", "uninstall")
 
 
 @dataclass(frozen=True)
-class Step:
-    """One install fix to run: the findings it answers, its sentence, and its commands."""
+class Route:
+    """One way to apply a step: its sentence, its commands as text and as argument lists."""
 
-    codes: tuple[str, ...]
     summary: str
     commands: tuple[str, ...]
     argvs: tuple[tuple[str, ...], ...]
+    unreachable: tuple[str, ...] = ()  # hosts it names that the report marks unreachable
+
+
+@dataclass(frozen=True)
+class Step:
+    """One install fix to run: the findings it answers, and its routes, the first tried first."""
+
+    codes: tuple[str, ...]
+    routes: tuple[Route, ...]
+
+    @property
+    def summary(self) -> str:
+        return self.routes[0].summary
+
+    @property
+    def commands(self) -> tuple[str, ...]:
+        return self.routes[0].commands
+
+    @property
+    def argvs(self) -> tuple[tuple[str, ...], ...]:
+        return self.routes[0].argvs
 
 
 @dataclass(frozen=True)
@@ -61,33 +85,68 @@ def _runnable(fix: Fix, python: str, os_name: str) -> tuple[tuple[str, ...], ...
     return argvs if all(runs_in(argv, python) for argv in argvs) else None
 
 
+def unreachable_hosts(report: Report) -> frozenset[str]:
+    """The hosts of the indexes the sources probe asked and got no answer from."""
+    from urllib.parse import urlsplit
+
+    from envdoctor.model.sources import ReachStatus, SourcesFacts
+
+    facts = next((p.facts for p in report.probes if isinstance(p.facts, SourcesFacts)), None)
+    if facts is None:
+        return frozenset()
+    found = set()
+    for check in facts.reach:
+        if check.status is ReachStatus.UNREACHABLE:
+            try:
+                found.add((urlsplit(check.url).hostname or "").lower())
+            except ValueError:
+                continue
+    return frozenset(found - {""})
+
+
+def _hosts_named(argvs: tuple[tuple[str, ...], ...], unreachable: frozenset[str]) -> tuple[str, ...]:
+    from urllib.parse import urlsplit
+
+    named = []
+    for argv in argvs:
+        for arg in argv:
+            if arg.startswith(("http://", "https://")):
+                try:
+                    host = (urlsplit(arg).hostname or "").lower()
+                except ValueError:
+                    continue
+                if host in unreachable:
+                    named.append(host)
+    return tuple(dict.fromkeys(named))
+
+
 def select(report: Report) -> Selection:
-    """The first runnable install fix of every warning or error (a finding's fixes are ways out,
-    the preferred first), each command set once; the other findings' fixes as manual steps."""
+    """The runnable install fixes of every warning or error (a finding's fixes are ways out, the
+    preferred first), each set of commands once; the other findings' fixes as manual steps."""
     python, os_name = report.interpreter.path, report.platform.os
+    silent = unreachable_hosts(report)
     steps: list[Step] = []
     manual: list[ManualStep] = []
     for finding in report.findings:
         if finding.severity < Severity.WARNING:
             continue
-        chosen = _first_runnable(finding, python, os_name)
-        if chosen is None:
+        routes = _routes(finding, python, os_name, silent)
+        if not routes:
             manual.append(ManualStep(finding.code, finding.title, finding.fixes))
             continue
-        fix, argvs = chosen
-        same = next((i for i, s in enumerate(steps) if s.commands == fix.commands), None)
+        same = next((i for i, s in enumerate(steps) if s.commands == routes[0].commands), None)
         if same is not None:
-            steps[same] = Step((*steps[same].codes, finding.code), steps[same].summary, fix.commands, argvs)
+            steps[same] = Step((*steps[same].codes, finding.code), steps[same].routes)
         else:
-            steps.append(Step((finding.code,), fix.summary, fix.commands, argvs))
+            steps.append(Step((finding.code,), routes))
     return Selection(tuple(steps), tuple(manual))
 
 
-def _first_runnable(
-    finding: Finding, python: str, os_name: str
-) -> tuple[Fix, tuple[tuple[str, ...], ...]] | None:
+def _routes(finding: Finding, python: str, os_name: str, silent: frozenset[str]) -> tuple[Route, ...]:
+    found = []
     for fix in finding.fixes:
         argvs = _runnable(fix, python, os_name)
         if argvs is not None:
-            return fix, argvs
-    return None
+            found.append(Route(fix.summary, fix.commands, argvs, _hosts_named(argvs, silent)))
+    # Routes whose hosts answered (or were not asked) first; the planner's order otherwise kept.
+    return tuple(sorted(found, key=lambda route: bool(route.unreachable)))

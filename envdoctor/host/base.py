@@ -130,11 +130,18 @@ class Host(Protocol):
 
     def run(self, argv: Sequence[str], timeout: float) -> CommandResult: ...
 
-    def stream(self, argv: Sequence[str], timeout: float, on_line: Callable[[str], None]) -> CommandResult:
+    def stream(
+        self,
+        argv: Sequence[str],
+        timeout: float,
+        on_line: Callable[[str], None],
+        env: Mapping[str, str] | None = None,
+    ) -> CommandResult:
         """Run a program that changes the machine (`envdoctor fix`'s pip commands), handing each line
         of its output (stdout and stderr merged) to `on_line` as it comes. The result's stdout holds
         the output's tail. A timeout or Ctrl-C kills the program's whole process group; Ctrl-C is
-        then raised again (KeyboardInterrupt) for the caller to report the state."""
+        then raised again (KeyboardInterrupt) for the caller to report the state. `env`: variables
+        set for the program on top of the environment (fix --offline's local-only pip settings)."""
         ...
 
     def python_json(self, interpreter: str, script: str, args: Sequence[str], timeout: float) -> ChildOutcome:

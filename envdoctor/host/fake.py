@@ -81,6 +81,7 @@ class FakeHost:
     mem: MemoryInfo | None = field(default_factory=lambda: MemoryInfo(32 * 2**30, 20 * 2**30))
     disk: DiskInfo | None = field(default_factory=lambda: DiskInfo(500 * 2**30, 200 * 2**30))
     calls: list[tuple[str, ...]] = field(default_factory=list)
+    stream_env: list[dict[str, str]] = field(default_factory=list)  # the env overrides of each stream()
     links: dict[str, str] = field(default_factory=dict)  # symlink path -> target
     registry: dict[tuple[str, int], dict[str, str | int]] = field(default_factory=dict)  # (key, view)
     file_versions: dict[str, str] = field(default_factory=dict)  # path -> version resource
@@ -185,9 +186,16 @@ class FakeHost:
             return NOT_FOUND
         raise self._unscripted(f"run({list(key)!r})")
 
-    def stream(self, argv: Sequence[str], timeout: float, on_line: Callable[[str], None]) -> CommandResult:
+    def stream(
+        self,
+        argv: Sequence[str],
+        timeout: float,
+        on_line: Callable[[str], None],
+        env: Mapping[str, str] | None = None,
+    ) -> CommandResult:
         key = tuple(argv)
         self.calls.append(key)
+        self.stream_env.append(dict(env or {}))
         if self.on_stream is not None:
             self.on_stream(key)
         result = self.commands.get(key)

@@ -147,11 +147,17 @@ class LiveHost:
             start_error=f"printed more than {STDOUT_LIMIT // (1024 * 1024)} MiB" if ran.cut else None,
         )
 
-    def stream(self, argv: Sequence[str], timeout: float, on_line: Callable[[str], None]) -> CommandResult:
+    def stream(
+        self,
+        argv: Sequence[str],
+        timeout: float,
+        on_line: Callable[[str], None],
+        env: Mapping[str, str] | None = None,
+    ) -> CommandResult:
         import subprocess
 
         try:
-            proc = _start(argv, self._env, merge_stderr=True)
+            proc = _start(argv, {**self._env, **(env or {})}, merge_stderr=True)
         except OSError as exc:
             return CommandResult(returncode=None, start_error=_describe_start_error(exc))
         tail: collections.deque[str] = collections.deque(maxlen=200)
