@@ -277,6 +277,7 @@ def install_schema() -> dict[str, Any]:
             "source": STRING,  # only when the sources are known: where the build comes from
             "route": {"enum": [r.value for r in Route]},
             "unverified": {"const": True},  # only for a release newer than envdoctor's data
+            "left_out": STRINGS,  # companions of the release the commands do not install
             "inputs": {
                 "type": "object",
                 "additionalProperties": {

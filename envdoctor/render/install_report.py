@@ -17,13 +17,32 @@ from envdoctor.util.words import in_words
 SCHEMA = "envdoctor.install/1"
 
 
+def _installs(plan: InstallPlan, project: str) -> bool:
+    """Whether the plan's commands install `project`: a requirement or a wheel file names it."""
+    for command in plan.commands:
+        for arg in command.argv:
+            name = arg.rsplit("/", 1)[-1].strip("\"'")
+            head = name.split("-", 1)[0] if name.endswith(".whl") else name
+            for mark in "=<>!~[; ":
+                head = head.split(mark, 1)[0]
+            if head.replace("_", "-").lower() == project:
+                return True
+    return False
+
+
 def plan_to_data(plan: InstallPlan, inputs: Sequence[Input], os_name: str) -> dict[str, Any]:
     plan = redact(plan)
+    # What the commands install: a companion the command leaves out (no local source holds it)
+    # is not reported as installed; `left_out` names it.
+    companions = {"torchvision": plan.torchvision, "torchaudio": plan.torchaudio}
+    left_out = [
+        f"{name} {version}" for name, version in companions.items() if version and not _installs(plan, name)
+    ]
     data: dict[str, Any] = {
         "schema": SCHEMA,
         "torch": plan.torch,
-        "torchvision": plan.torchvision,
-        "torchaudio": plan.torchaudio,
+        "torchvision": plan.torchvision if plan.torchvision and _installs(plan, "torchvision") else None,
+        "torchaudio": plan.torchaudio if plan.torchaudio and _installs(plan, "torchaudio") else None,
         "variant": plan.variant,
         "reason": plan.reason,
         "commands": [
@@ -44,6 +63,8 @@ def plan_to_data(plan: InstallPlan, inputs: Sequence[Input], os_name: str) -> di
         data["route"] = plan.route.value
     if plan.unverified:
         data["unverified"] = True
+    if left_out and plan.commands:
+        data["left_out"] = left_out
     return data
 
 
