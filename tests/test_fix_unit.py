@@ -468,3 +468,35 @@ def test_fix_offline_keeps_pips_build_environments_local(tmp_path: Path) -> None
     online.ok(INSTALL_TORCH, {"torch": "2.13.0+cpu"})
     run(online, [base, HEALTHY], tmp_path / "on", yes=True)
     assert online.host.stream_env == [{}]
+
+
+# --- issue 23: fix's words ------------------------------------------------------------------------
+
+
+def test_fix_says_it_skips_notes_and_how_to_include_them(tmp_path: Path) -> None:
+    note = report(finding("ED211", install_fix((*PIP, "install", "numpy")), severity=Severity.INFO))
+    env = Scripted({}, {})
+    code, out = run(env, [note], tmp_path, dry_run=True)
+    assert code == FIXED and "Nothing to fix" not in out.text
+    assert "fix skips notes (info-level findings), and ED211 has one: `envdoctor fix --notes`" in out.text
+    env.ok((*PIP, "install", "numpy"), {"numpy": "2.0"})
+    code, out = run(env, [note, HEALTHY], tmp_path / "again", yes=True, notes=True)
+    assert code == FIXED and env.streamed == [(*PIP, "install", "numpy")], out.text
+
+
+def test_an_interruption_is_said_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from envdoctor.util import lifecycle
+
+    env = Scripted({}, {})
+
+    def interrupted(argv: tuple[str, ...]) -> None:
+        raise KeyboardInterrupt
+
+    env.host.on_stream = interrupted
+    env.ok(INSTALL_TORCH, {})
+    monkeypatch.setattr(lifecycle, "interruption_said", lambda: True)  # the signal handler said it
+    code, out = run(env, [BROKEN], tmp_path, yes=True)
+    assert code == INTERRUPTED and "Interrupted." not in out.text
+    monkeypatch.setattr(lifecycle, "interruption_said", lambda: False)
+    code, out = run(env, [BROKEN], tmp_path / "b", yes=True)
+    assert code == INTERRUPTED and out.text.count("Interrupted.") == 1

@@ -242,3 +242,19 @@ def test_conda_installs_with_pip_from_the_same_folder() -> None:
         a[:4] == ("/env/bin/python", "-m", "pip", "install") and "torch==2.13.0+cpu" in a for a in argv
     ), argv
     assert "find-links folder /opt/wheels" in (result.source or ""), result.source
+
+
+def test_a_python_that_is_not_there_is_said_once(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = run_cli(capsys, monkeypatch, "install", "--offline", "--python", "/no/such/python")
+    assert run.code == 2 and run.err.count("--python /no/such/python") == 1, run.err
+
+
+def test_markdown_marks_an_area_that_does_not_apply_as_the_console_does() -> None:
+    from envdoctor.render.markdown import render_markdown
+    from tests.fixture_support import fixture_report
+
+    text = render_markdown(fixture_report("linux-cuda13-toolkit-no-driver-cpu-torch"))
+    windows = next(line for line in text.splitlines() if "| Windows runtime |" in line)
+    assert windows.startswith("| ➖ |"), windows

@@ -19,6 +19,7 @@ def check(
         ReportFormat.console,
         "--format",
         "-f",
+        metavar="FORMAT",
         help="Output format: console, json, markdown, github (workflow commands, plus the step "
         "summary), junit (a test report).",
         case_sensitive=False,
@@ -122,6 +123,7 @@ def bug_report(
         BugReportFormat.markdown,
         "--format",
         "-f",
+        metavar="FORMAT",
         help="markdown, or json for the snapshot.",
         case_sensitive=False,
     ),

@@ -9,7 +9,12 @@ from envdoctor.cli import shared
 
 def list_rules(
     fmt: shared.OutputFormat = typer.Option(
-        shared.OutputFormat.console, "--format", "-f", case_sensitive=False
+        shared.OutputFormat.console,
+        "--format",
+        "-f",
+        metavar="FORMAT",
+        help="console or json.",
+        case_sensitive=False,
     ),
 ) -> None:
     from envdoctor.cli.lean import list_rules as body

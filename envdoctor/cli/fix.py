@@ -43,6 +43,9 @@ def fix(
         False, "--yes", "-y", help="Apply without asking (CI; needed without a terminal)."
     ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the commands and package changes only."),
+    notes: bool = typer.Option(
+        False, "--notes", help="Also run the install fixes of notes (info-level findings), which fix skips."
+    ),
     timeout: float = typer.Option(60.0, "--timeout", help="Seconds each check may take."),
     command_timeout: float = typer.Option(
         1800.0, "--command-timeout", help="Seconds each install command may take."
@@ -80,6 +83,7 @@ def fix(
         interactive=_interactive(),
         command_timeout=command_timeout,
         offline=offline_wanted(LiveHost(), offline),
+        notes=notes,
     )
     problem = usage_error(request)
     if problem is not None:  # before the check: nothing would be applied anyway

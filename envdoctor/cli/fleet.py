@@ -65,7 +65,9 @@ def emit(report: Any, fmt: ReportFormat, verbose: bool, output: str | None) -> N
             )
 
 
-_FORMAT = typer.Option(ReportFormat.console, "--format", "-f", help=_FORMAT_HELP, case_sensitive=False)
+_FORMAT = typer.Option(
+    ReportFormat.console, "--format", "-f", metavar="FORMAT", help=_FORMAT_HELP, case_sensitive=False
+)
 _OUTPUT = typer.Option(None, "--output", "-o", help="Write the report to FILE.")
 _VERBOSE = typer.Option(False, "--verbose", "-v", help="Show each finding's evidence.")
 

@@ -44,7 +44,7 @@ def install(
         "target (gfx1100) or xpu; repeat for several.",
     ),
     manager: Optional[Manager] = typer.Option(
-        None, "--manager", "-m", help="pip (default), uv or conda.", case_sensitive=False
+        None, "--manager", "-m", metavar="MANAGER", help="pip (default), uv or conda.", case_sensitive=False
     ),
     mirror: Optional[str] = typer.Option(
         None,
@@ -52,7 +52,12 @@ def install(
         help="tuna, aliyun, sjtu, nju, ... or an index URL; default: pip's configured index.",
     ),
     fmt: shared.OutputFormat = typer.Option(
-        shared.OutputFormat.console, "--format", "-f", help="Output format.", case_sensitive=False
+        shared.OutputFormat.console,
+        "--format",
+        "-f",
+        metavar="FORMAT",
+        help="console or json (the plan, its commands and what each came from).",
+        case_sensitive=False,
     ),
     offline: bool = typer.Option(
         False, "--offline", help="Ask nothing of the network (no check that an index answers)."

@@ -39,7 +39,7 @@ class BugReportFormat(str, Enum):
     json = "json"
 
 
-_REQUIRE = "Expectations (also in envdoctor.toml, or pyproject.toml's tool.envdoctor table)"
+_REQUIRE = "Expectations (also from envdoctor.toml or [tool.envdoctor])"
 
 # (parameter, annotation, option): the key is the option name without "--".
 _OPTIONS: tuple[tuple[str, Any, Any], ...] = (

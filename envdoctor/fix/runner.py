@@ -14,7 +14,7 @@ from typing import Protocol
 from envdoctor.fix import changes
 from envdoctor.fix.offline import offline_environment
 from envdoctor.fix.restore import RestorePlan, restore_plan
-from envdoctor.fix.selection import Selection, Step, select
+from envdoctor.fix.selection import Selection, Step, runnable_notes, select
 from envdoctor.fix.state import EnvState, StateError, read_state, save_state
 from envdoctor.host.base import CommandResult, Host
 from envdoctor.model.findings import Report, Severity
@@ -41,6 +41,7 @@ class FixRequest:
     command_timeout: float = COMMAND_TIMEOUT
     state_dir: str | None = None  # where the recorded state goes (envdoctor's cache folder)
     offline: bool = False  # pip, and the build environments it makes, read local sources only
+    notes: bool = False  # the install fixes of info-level findings (notes) run too
 
 
 def usage_error(request: FixRequest) -> str | None:
@@ -117,7 +118,7 @@ class FixRun:
             return USAGE
         before = self.check()
         self.out.say(f"Examined {before.interpreter.path} ({before.interpreter.reason}): {verdict(before)}\n")
-        selection = select(before)
+        selection = select(before, self.request.notes)
         if not selection.steps:
             return self._nothing_to_run(before, selection)
         python = before.interpreter.path
@@ -144,7 +145,8 @@ class FixRun:
             with lifecycle.interruptible():  # a signal: report what changed, then exit 130
                 return self._apply(before, selection, recorded, where)
         except KeyboardInterrupt:
-            self.out.say("\nInterrupted.\n")
+            if not lifecycle.interruption_said():  # the signal handler said it on stderr already
+                self.out.say("\nInterrupted.\n")
             self._report_state(recorded, where)
             return INTERRUPTED
 
@@ -159,8 +161,15 @@ class FixRun:
         return os.path.join(folder, "fix")
 
     def _nothing_to_run(self, before: Report, selection: Selection) -> int:
+        notes = () if self.request.notes else runnable_notes(before)
+        if notes:
+            shown = ", ".join(notes)
+            self.out.say(
+                f"No warning or error has a fix to run; fix skips notes (info-level findings), and {shown} "
+                "has one: `envdoctor fix --notes` includes it.\n"
+            )
         if before.exit_code == 0 and not selection.manual:
-            self.out.say("Nothing to fix.\n")
+            self.out.say("" if notes else "Nothing to fix.\n")
             return FIXED
         self.out.say(describe_manual(selection))
         if before.exit_code == 0:

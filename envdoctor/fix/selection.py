@@ -65,6 +65,16 @@ class Selection:
     manual: tuple[ManualStep, ...]
 
 
+def runnable_notes(report: Report) -> tuple[str, ...]:
+    """The codes of info-level findings with a fix `fix --notes` would run."""
+    python, os_name = report.interpreter.path, report.platform.os
+    return tuple(
+        f.code
+        for f in report.findings
+        if f.severity is Severity.INFO and any(_runnable(fix, python, os_name) for fix in f.fixes)
+    )
+
+
 def runs_in(argv: tuple[str, ...], python: str) -> bool:
     """Whether `argv` is a pip or uv install/uninstall command for the interpreter `python`."""
     if len(argv) > 3 and argv[:3] == (python, "-m", "pip") and argv[3] in _PIP_ACTIONS:
@@ -120,15 +130,16 @@ def _hosts_named(argvs: tuple[tuple[str, ...], ...], unreachable: frozenset[str]
     return tuple(dict.fromkeys(named))
 
 
-def select(report: Report) -> Selection:
-    """The runnable install fixes of every warning or error (a finding's fixes are ways out, the
-    preferred first), each set of commands once; the other findings' fixes as manual steps."""
+def select(report: Report, notes: bool = False) -> Selection:
+    """The runnable install fixes of every warning or error (and, with `notes`, of info-level
+    findings too; a finding's fixes are ways out, the preferred first), each set of commands once;
+    the other findings' fixes as manual steps."""
     python, os_name = report.interpreter.path, report.platform.os
     silent = unreachable_hosts(report)
     steps: list[Step] = []
     manual: list[ManualStep] = []
     for finding in report.findings:
-        if finding.severity < Severity.WARNING:
+        if finding.severity < (Severity.INFO if notes else Severity.WARNING):
             continue
         routes = _routes(finding, python, os_name, silent)
         if not routes:

@@ -131,7 +131,9 @@ def build(given: Given, host: Host) -> tuple[InstallTarget, tuple[Input, ...]]:
         offline=_offline(host, given.offline) if want_sources is not None else given.offline,
     )
     if interpreter is not None and detected.target is None:
-        raise RequestError(f"--python {interpreter}: {detected.target_error}")
+        said = detected.target_error or "it does not run"
+        # The target's own error already names the option ("--python X: no such file; ...").
+        raise RequestError(said if said.startswith("--python ") else f"--python {interpreter}: {said}")
 
     inputs = [
         Input("OS", os_name, "given" if os_given else "detected"),

@@ -72,9 +72,16 @@ def _intro(data: dict[str, Any]) -> list[str]:
     ]
 
 
+def _area_mark(area: dict[str, Any]) -> str:
+    """As the console marks it: an area that does not apply was not checked, so no tick."""
+    if area["severity"] == "ok" and str(area["verdict"]).startswith("not applicable"):
+        return "➖"
+    return MARK[area["severity"]]
+
+
 def _areas(data: dict[str, Any]) -> list[str]:
     rows = ["| | Area | Verdict |", "|---|---|---|"]
-    rows += [f"| {MARK[a['severity']]} | {cell(a['title'])} | {cell(a['verdict'])} |" for a in data["areas"]]
+    rows += [f"| {_area_mark(a)} | {cell(a['title'])} | {cell(a['verdict'])} |" for a in data["areas"]]
     return rows
 
 

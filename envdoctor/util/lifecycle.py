@@ -251,7 +251,17 @@ def interruptible() -> Iterator[None]:
         _interruptible -= 1
 
 
+_said_interrupted = False
+
+
+def interruption_said() -> bool:
+    """Whether the signal handler already said "interrupted" on stderr (fix then does not)."""
+    return _said_interrupted
+
+
 def _say_interrupted(number: int) -> None:
+    global _said_interrupted
+    _said_interrupted = True
     try:
         name = signal.Signals(number).name
     except ValueError:
