@@ -181,7 +181,12 @@ def suggest(entries: Sequence[Entry], wanted: str) -> str | None:
 
 # Where a rule's documentation lives for a reader without envdoctor at hand: the rules table of
 # the README in the project's repository (regenerated from the registry: tests/regen_readme.py).
-DOCS_URL = "https://github.com/envdoctor/envdoctor/blob/main/README.md#rules"
+DOCS_URL = "https://github.com/envdoctor/envdoctor/blob/main/docs/rules.md"
+
+
+def docs_url(code: str) -> str:
+    """The rule's own section of the rules reference (docs/rules.md, headed by its code)."""
+    return f"{DOCS_URL}#{code.lower()}"
 
 
 def explain_text(entry: Entry, width: int = DEFAULT_WIDTH) -> str:
@@ -199,7 +204,7 @@ def explain_text(entry: Entry, width: int = DEFAULT_WIDTH) -> str:
     if folded_under:
         folded = f"{folded_under}, when one of them is found (one root cause, one finding)"
         lines += ["Folded under:", hanging(folded, width, "  ", "  "), ""]
-    lines.append(f"Docs: {DOCS_URL}")  # a URL is never wrapped: it must stay clickable
+    lines.append(f"Docs: {docs_url(code)}")  # a URL is never wrapped: it must stay clickable
     return "".join(line + "\n" for line in lines)
 
 

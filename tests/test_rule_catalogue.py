@@ -38,7 +38,7 @@ def test_the_catalogue_says_what_the_registry_says() -> None:
     assert [e[0] for e in entries] == [r.code for r in RULES]
     unwrapped = 10_000  # a terminal wide enough for every paragraph on one line
     for entry in entries:
-        docs = f"Docs: {rule_catalogue.DOCS_URL}\n"
+        docs = f"Docs: {rule_catalogue.docs_url(entry[0])}\n"
         assert explain_text(entry, unwrapped) == old_explain(entry[0]) + docs
     assert rules_text(entries, unwrapped) == "code   severity  what it catches [name]\n" + "".join(
         f"{r.code}  {r.severity.value:<8}  {r.summary} [{r.name}]\n" for r in RULES

@@ -132,7 +132,7 @@ def test_explain_wraps_and_ends_with_a_docs_link(width: int) -> None:
     for rule in RULES:
         text = cli_lean.explain(rule.code, {"COLUMNS": str(width)})
         _assert_fits(text, width)
-        assert text.splitlines()[-1] == f"Docs: {rule_catalogue.DOCS_URL}"
+        assert text.splitlines()[-1] == f"Docs: {rule_catalogue.docs_url(rule.code)}"
         assert "about: nvml" not in text and "area:" not in text
         flat = " ".join(text.split())
         for paragraph in (rule.summary, rule.doc.what, rule.doc.why, rule.doc.fix, rule.doc.example):
