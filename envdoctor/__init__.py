@@ -11,11 +11,47 @@ from typing import TYPE_CHECKING
 from envdoctor.errors import EnvironmentNotReady
 
 if TYPE_CHECKING:
+    from envdoctor.api import CheckResult
     from envdoctor.model.findings import Report
 
 from envdoctor.version import __version__
 
-__all__ = ["EnvironmentNotReady", "__version__", "require"]
+__all__ = ["EnvironmentNotReady", "__version__", "check", "require"]
+
+
+def check(
+    *,
+    gpu: bool = False,
+    min_gpus: int | None = None,
+    cuda: str | None = None,
+    torch: str | None = None,
+    capability: str | None = None,
+    min_gpu_memory: str | None = None,
+    smoke: bool = False,
+    ignore: str | Sequence[str] = (),
+    strict: bool = False,
+    python: str | None = None,
+    timeout: float = 60.0,
+) -> CheckResult:
+    """Check this environment like `envdoctor check` and return the result without raising: in a
+    notebook's first cell it shows as the report (`envdoctor.check()`), in a script
+    `result.exit_code`, `result.findings` and `print(result)` say the same. The keywords are
+    require's."""
+    from envdoctor.api import check_environment
+
+    return check_environment(
+        gpu=gpu,
+        min_gpus=min_gpus,
+        cuda=cuda,
+        torch=torch,
+        capability=capability,
+        min_gpu_memory=min_gpu_memory,
+        smoke=smoke,
+        ignore=ignore or None,
+        strict=strict,
+        python=python,
+        timeout=timeout,
+    )
 
 
 def require(

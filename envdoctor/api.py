@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from envdoctor.engine import judge, registry_names, run_probes, selected_probes
@@ -61,3 +62,59 @@ def require(
     if report.exit_code != 0:
         raise EnvironmentNotReady(message(report, failed), report, failed)
     return report
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """What `envdoctor.check()` returns: the report, shown as the report wherever it lands (a
+    terminal as `check` prints it, a Jupyter notebook as Markdown or HTML)."""
+
+    report: Report
+
+    @property
+    def exit_code(self) -> int:
+        return self.report.exit_code
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        return self.report.findings
+
+    @property
+    def ok(self) -> bool:
+        return self.report.exit_code == 0
+
+    def __str__(self) -> str:
+        from envdoctor.render.registry import render
+
+        return render(self.report, "console")
+
+    def _repr_markdown_(self) -> str:
+        from envdoctor.render.markdown import render_markdown
+
+        return render_markdown(self.report)
+
+    def _repr_html_(self) -> str:
+        """The console report with its colours, as rich exports it for notebooks."""
+        import io
+
+        from rich.console import Console
+
+        from envdoctor.render.console import render_console
+
+        console = Console(
+            record=True, width=110, force_terminal=True, color_system="truecolor", file=io.StringIO()
+        )
+        render_console(self.report, console)
+        return console.export_html(inline_styles=True, code_format=_PRE)
+
+
+_PRE = '<pre style="font-family: monospace">{code}</pre>'
+
+
+def check_environment(*, python: str | None = None, timeout: float = 60.0, **keywords: Any) -> CheckResult:
+    """envdoctor.check(): `check` from Python, with the same keywords as require, never raising for
+    problems found (the result says them)."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 1 <= timeout <= 3600:
+        raise ValueError(f"envdoctor.check(timeout={timeout!r}): expected seconds between 1 and 3600")
+    settings = from_keywords(keywords, registry_names())
+    return CheckResult(check(settings, python=python, timeout=float(timeout)))
