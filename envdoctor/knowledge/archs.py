@@ -193,3 +193,45 @@ def coverage(arch: ArchList, gpu: Capability) -> Coverage:
         if ptx_runs_on(ptx, gpu):
             return Coverage(CoverageKind.PTX, ptx)
     return Coverage(CoverageKind.NONE)
+
+
+@dataclass(frozen=True)
+class FirstCuda:
+    """The first CUDA toolkit that supports a compute capability (archs.json "first_cuda")."""
+
+    capability: Capability
+    cuda: str  # "11.1"
+    provenance: Provenance
+
+    @property
+    def version(self) -> tuple[int, int]:
+        major, _, minor = self.cuda.partition(".")
+        return int(major), int(minor or 0)
+
+
+@cache
+def _first_cuda() -> dict[Capability, str]:
+    raw = load_table("archs.json")["first_cuda"]
+    return {_capability(k): str(v) for k, v in raw["capabilities"].items()}
+
+
+def first_cuda(capability: Capability) -> FirstCuda | None:
+    """The first CUDA release that knows GPUs of `capability`; None for one the table lacks (older
+    than Pascal, or newer than the data: nothing is claimed about it)."""
+    found = _first_cuda().get(capability)
+    if found is None:
+        return None
+    return FirstCuda(capability, found, provenance(load_table("archs.json")["first_cuda"]))
+
+
+def cuda_number(text: str | None) -> tuple[int, int] | None:
+    """(11, 8) from "11.8", "11.8.89" or "cu118"; None for anything else."""
+    if not text:
+        return None
+    value = text.strip().lower()
+    if value.startswith("cu") and value[2:].isdigit() and len(value) >= 4:
+        return int(value[2:-1]), int(value[-1])
+    parts = value.split(".")
+    if len(parts) >= 2 and small_int(parts[0]) is not None and small_int(parts[1]) is not None:
+        return int(parts[0]), int(parts[1])
+    return None
