@@ -870,8 +870,8 @@ def ptx_needs_newer_driver(ctx: RuleContext) -> Iterator[Hit]:
         'provided PTX was compiled with an unsupported toolchain" (cudaErrorUnsupportedPtxVersion).'
     )
     fixes = [driver_fix(ctx, str(floor) if floor else None)]
-    if have < built:
-        same = torch.public_version
+    if have < built and knowledge.release(torch.public_version or "") is not None:
+        same = torch.public_version  # a released build: its natively-run variant (not a source build's)
         native = planned_fix(
             ctx,
             "Or install the build whose CUDA the driver runs natively",
