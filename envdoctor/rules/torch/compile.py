@@ -33,7 +33,7 @@ def _said(matches: tuple[SignatureMatch, ...]) -> str:
     """The error line a signature matched, quoted for a finding's detail."""
     if not matches:
         return ""
-    where = "the pasted error" if matches[0].source == "pasted" else matches[0].source
+    where = "The pasted error" if matches[0].source == "pasted" else f"The captured {matches[0].source}"
     return f' {where} says: "{matches[0].excerpt}".'
 
 
@@ -307,10 +307,11 @@ def torch_compile_without_triton(ctx: RuleContext) -> Iterator[Hit]:
             evidence=(f"torch {torch.version} on Windows", "no triton distribution"),
             fixes=(
                 Fix(
-                    summary="Run the job in WSL 2, where torch's Linux wheels bring Triton along; or "
-                    "keep torch.compile and skip the GPU code generator with torch.compile(model, "
-                    "backend='aot_eager'); or use the community Windows port of Triton (its page "
-                    "lists the version that matches each torch)",
+                    summary="Run the job in WSL 2, where torch's Linux wheels bring Triton along; or let "
+                    "torch.compile fall back to eager code (import torch._dynamo; "
+                    "torch._dynamo.config.suppress_errors = True) or compile with backend='aot_eager'; "
+                    "or use the community Windows port of Triton, triton-windows (its page lists "
+                    "the version that matches each torch)",
                     link=TRITON_WINDOWS,
                 ),
             ),

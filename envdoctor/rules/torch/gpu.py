@@ -755,10 +755,15 @@ def torch_cuda_older_than_gpu(ctx: RuleContext) -> Iterator[Hit]:
         if first is None or built >= first.version or gpu.capability in uncovered:
             continue
         cc = gpu.capability
+        started = (
+            f"Its arch list ({_arch_list_text(torch)}) lets torch start on the GPU,"
+            if torch.arch_list
+            else "torch starts on the GPU,"
+        )
         detail = (
             f"{gpu.name} ({sm(cc)}) is supported from CUDA {first.cuda} on, and torch {torch.version} was "
-            f"built with CUDA {torch.cuda}. Its arch list ({_arch_list_text(torch)}) lets torch start on "
-            "the GPU, but the cuBLAS and cuDNN of that CUDA predate it: matrix products and convolutions "
+            f"built with CUDA {torch.cuda}. {started} but the cuBLAS and cuDNN of that CUDA predate it: "
+            "matrix products and convolutions "
             'fail with "CUBLAS_STATUS_EXECUTION_FAILED", "CUDNN_STATUS_EXECUTION_FAILED" or "the GPU '
             'program failed to execute" (sometimes only now and then), or the first call takes minutes '
             f"while the driver compiles PTX. {gpu_compute.support_for(cc, _platform(ctx)).summary()}."
@@ -861,7 +866,7 @@ def ptx_needs_newer_driver(ctx: RuleContext) -> Iterator[Hit]:
             "when it is first used."
         )
     if said:
-        where = "the pasted error" if said[0].source == "pasted" else said[0].source
+        where = "The pasted error" if said[0].source == "pasted" else f"The captured {said[0].source}"
         parts.append(f'{where} says: "{said[0].excerpt}".')
     detail = (
         " ".join(parts) + f" Driver {nvml.driver_version} runs CUDA {driver_cuda}, older than "
