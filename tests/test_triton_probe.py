@@ -25,7 +25,9 @@ LDCONFIG = (
 )
 
 
-def _machine(env: dict[str, str] | None = None, version: str = "2.2.0", layout: str = "third_party/cuda") -> Machine:
+def _machine(
+    env: dict[str, str] | None = None, version: str = "2.2.0", layout: str = "third_party/cuda"
+) -> Machine:
     machine = Machine(LINUX, env or {})
     machine.folder(f"{SITE}/triton").folder(f"{SITE}/triton-{version}.dist-info").folder(f"{SITE}/torch")
     machine.file(f"{SITE}/triton/{layout}/bin/ptxas")
@@ -83,7 +85,9 @@ def test_triton_ptxas_path_and_torchs_own_ptxas_come_before_the_bundled_one() ->
     machine = _machine(env={"TRITON_PTXAS_PATH": given})
     machine.file(given).file(f"{SITE}/torch/bin/ptxas")
     machine.command((given, "--version"), "Cuda compilation tools, release 11.8, V11.8.89\n")
-    machine.command((f"{SITE}/torch/bin/ptxas", "--version"), "Cuda compilation tools, release 11.8, V11.8.89\n")
+    machine.command(
+        (f"{SITE}/torch/bin/ptxas", "--version"), "Cuda compilation tools, release 11.8, V11.8.89\n"
+    )
     machine.command((f"{SITE}/triton/third_party/cuda/bin/ptxas", "--version"), PTXAS_12_3)
     machine.command(("/sbin/ldconfig", "-p"), LDCONFIG)
     machine.file(f"{LIB}/libcuda.so.1").file(f"{LIB}/libcuda.so")
@@ -100,7 +104,12 @@ def test_a_ptxas_that_gives_no_version_is_recorded_not_raised() -> None:
     machine.command(("/sbin/ldconfig", "-p"), LDCONFIG)
     machine.file(f"{LIB}/libcuda.so.1").file(f"{LIB}/libcuda.so")
     bundled = _collect(machine).bundled()
-    assert bundled is not None and bundled.release is None and bundled.error and "exit status 126" in bundled.error
+    assert (
+        bundled is not None
+        and bundled.release is None
+        and bundled.error
+        and "exit status 126" in bundled.error
+    )
 
 
 def test_no_triton_is_not_applicable_and_runs_nothing() -> None:
@@ -117,7 +126,9 @@ def test_windows_reads_the_windows_fork_and_asks_no_ldconfig() -> None:
     machine = Machine(WINDOWS_11)
     machine.folder(f"{site}\\triton").folder(f"{site}\\triton_windows-3.2.0.post19.dist-info")
     machine.file(f"{site}\\triton\\backends\\nvidia\\bin\\ptxas.exe")
-    machine.command((f"{site}\\triton\\backends\\nvidia\\bin\\ptxas.exe", "--version"), "release 12.8, V12.8.61\n")
+    machine.command(
+        (f"{site}\\triton\\backends\\nvidia\\bin\\ptxas.exe", "--version"), "release 12.8, V12.8.61\n"
+    )
     facts = _collect(machine, prefix)
     assert (facts.distribution, facts.version) == ("triton_windows", "3.2.0.post19")
     assert not facts.ldconfig_ran and facts.libcuda == ()
