@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from envdoctor.engine import diagnose
-from envdoctor.knowledge.archs import cuda_number, first_cuda
+from envdoctor.knowledge.archs import cuda_number, first_cuda, first_cuda_provenance
 from envdoctor.knowledge.triton import bundled_ptxas
 from envdoctor.model.findings import Finding, Report
 from envdoctor.rules.torch.gpu import parse_oom
@@ -288,7 +288,6 @@ def test_the_tables_behind_the_rules() -> None:
         "12.8",
     ]  # type: ignore[union-attr]
     assert bundled_ptxas("2.0.0") is None and bundled_ptxas("not a version") is None
-    first = first_cuda((8, 6))
-    assert first is not None and first.version == (11, 1) and first.provenance.source
+    assert first_cuda((8, 6)) == (11, 1) and first_cuda_provenance().source
     assert first_cuda((3, 5)) is None
     assert (cuda_number("cu90"), cuda_number("12.3.107"), cuda_number("rocm6.2")) == ((9, 0), (12, 3), None)

@@ -195,33 +195,22 @@ def coverage(arch: ArchList, gpu: Capability) -> Coverage:
     return Coverage(CoverageKind.NONE)
 
 
-@dataclass(frozen=True)
-class FirstCuda:
-    """The first CUDA toolkit that supports a compute capability (archs.json "first_cuda")."""
-
-    capability: Capability
-    cuda: str  # "11.1"
-    provenance: Provenance
-
-    @property
-    def version(self) -> tuple[int, int]:
-        major, _, minor = self.cuda.partition(".")
-        return int(major), int(minor or 0)
-
-
 @cache
 def _first_cuda() -> dict[Capability, str]:
     raw = load_table("archs.json")["first_cuda"]
     return {_capability(k): str(v) for k, v in raw["capabilities"].items()}
 
 
-def first_cuda(capability: Capability) -> FirstCuda | None:
-    """The first CUDA release that knows GPUs of `capability`; None for one the table lacks (older
-    than Pascal, or newer than the data: nothing is claimed about it)."""
+def first_cuda(capability: Capability) -> tuple[int, int] | None:
+    """The first CUDA release that knows GPUs of `capability`, as (major, minor); None for one the
+    table lacks (older than Pascal, or newer than the data: nothing is claimed about it). A plain
+    tuple: this module loads on the install path, which counts its classes."""
     found = _first_cuda().get(capability)
-    if found is None:
-        return None
-    return FirstCuda(capability, found, provenance(load_table("archs.json")["first_cuda"]))
+    return cuda_number(found) if found is not None else None
+
+
+def first_cuda_provenance() -> Provenance:
+    return provenance(load_table("archs.json")["first_cuda"])
 
 
 def cuda_number(text: str | None) -> tuple[int, int] | None:

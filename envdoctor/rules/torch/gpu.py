@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from envdoctor import knowledge
 from envdoctor.install import plan as install
 from envdoctor.knowledge import gpu_compute
-from envdoctor.knowledge.archs import Capability, cuda_number, dotted, first_cuda, sm
+from envdoctor.knowledge.archs import Capability, cubin_runs_on, cuda_number, dotted, first_cuda, sm
 from envdoctor.knowledge.drivers import DriverKind, driver_support, native_cuda
 from envdoctor.knowledge.mirrors import official_wheel_url
 from envdoctor.knowledge.signatures import ErrorEvidence
@@ -733,9 +733,10 @@ def _smoke_failure(torch: TorchFacts, capability: Capability) -> tuple[str, str]
     doc=RuleDoc(
         what="The CUDA version torch was built with against the first CUDA release that supports each "
         "GPU's compute capability (archs.json 'first_cuda': 10.0 for Turing, 11.0 for A100, 11.1 for "
-        "RTX 30xx, 11.8 for RTX 40xx and H100, 12.8 for Blackwell), for GPUs the arch list still seems "
-        "to serve (a same-major cubin or old PTX); a GPU with no kernels at all is ED301's.",
-        why="A cubin of the same major or old PTX makes torch load and is_available() say True, but the "
+        "RTX 30xx, 11.8 for RTX 40xx and H100, 12.8 for Blackwell), for GPUs the build serves only through "
+        "the PTX of an older architecture (or whose arch list is not known); a GPU with no kernels at all is "
+        "ED301's, one with a cubin of its own major runs by binary compatibility.",
+        why="Old PTX makes torch load and is_available() say True, but the "
         "cuBLAS and cuDNN that came with the older CUDA predate the GPU: matmuls and convolutions fail "
         "with 'CUBLAS_STATUS_EXECUTION_FAILED', 'CUDNN_STATUS_EXECUTION_FAILED' or 'the GPU program failed "
         "to execute', often only now and then, and torch itself may warn that the GPU is not compatible.",
@@ -750,18 +751,24 @@ def torch_cuda_older_than_gpu(ctx: RuleContext) -> Iterator[Hit]:
     if built is None:
         return
     uncovered = {g.capability for g in uncovered_gpus(ctx)}
+    arch = gpu_compute.parse_arch_list(torch.arch_list)
     for gpu in seen_gpus(ctx):
         first = first_cuda(gpu.capability)
-        if first is None or built >= first.version or gpu.capability in uncovered:
+        if first is None or built >= first or gpu.capability in uncovered:
             continue
         cc = gpu.capability
+        if any(
+            not e.ptx and e.capability[0] == cc[0] and cubin_runs_on(e.capability, cc, e.suffix) for e in arch
+        ):
+            continue  # a cubin of its own major runs there (binary compatibility): no claim made
+        needed = f"{first[0]}.{first[1]}"
         started = (
             f"Its arch list ({_arch_list_text(torch)}) lets torch start on the GPU,"
             if torch.arch_list
             else "torch starts on the GPU,"
         )
         detail = (
-            f"{gpu.name} ({sm(cc)}) is supported from CUDA {first.cuda} on, and torch {torch.version} was "
+            f"{gpu.name} ({sm(cc)}) is supported from CUDA {needed} on, and torch {torch.version} was "
             f"built with CUDA {torch.cuda}. {started} but the cuBLAS and cuDNN of that CUDA predate it: "
             "matrix products and convolutions "
             'fail with "CUBLAS_STATUS_EXECUTION_FAILED", "CUDNN_STATUS_EXECUTION_FAILED" or "the GPU '
@@ -770,7 +777,7 @@ def torch_cuda_older_than_gpu(ctx: RuleContext) -> Iterator[Hit]:
         )
         evidence = [
             f"torch.version.cuda = {torch.cuda}",
-            f"{sm(cc)} (from {gpu.source}) needs CUDA >= {first.cuda}",
+            f"{sm(cc)} (from {gpu.source}) needs CUDA >= {needed}",
         ]
         failed = _smoke_failure(torch, cc)
         if failed is not None:
@@ -781,7 +788,7 @@ def torch_cuda_older_than_gpu(ctx: RuleContext) -> Iterator[Hit]:
             detail += f' torch itself warned: "{_first_line(warning)}"'
         yield Hit(
             title=f"torch {torch.version} was built with CUDA {torch.cuda}, older than {gpu.name} "
-            f"({sm(cc)}), which needs CUDA >= {first.cuda}",
+            f"({sm(cc)}), which needs CUDA >= {needed}",
             detail=detail,
             evidence=tuple(evidence),
             fixes=arch_fixes(ctx, cc),
