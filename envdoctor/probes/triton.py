@@ -20,7 +20,7 @@ from envdoctor.host.base import Host
 from envdoctor.knowledge import triton as triton_table
 from envdoctor.probes.base import NotApplicable, ProbeContext, ProbeSpec
 
-_PROGRAM_TIMEOUT = 5.0
+_PROGRAM_TIMEOUT = 2.0  # `ptxas --version` and `ldconfig -p` answer in milliseconds; up to four run
 LDCONFIG = "/sbin/ldconfig"  # the path Triton runs, not whichever ldconfig is on PATH
 # Distributions that install the `triton` package: upstream, PyTorch's own builds, the Windows fork.
 DISTRIBUTIONS = ("triton", "pytorch_triton", "pytorch_triton_rocm", "pytorch_triton_xpu", "triton_windows")
