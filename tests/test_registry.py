@@ -159,10 +159,18 @@ def _golden_codes() -> set[str]:
     return {line.split()[0] for path in files for line in json.loads(path.read_text(encoding="utf-8"))}
 
 
+def _why_corpus_codes() -> set[str]:
+    """Rules only an error text can show (a runtime error no probe sees, the corpus's "why" mode):
+    their situations are the corpus entries that `envdoctor why` diagnoses right."""
+    from tests.corpus_support import entries, report_of, verdict
+
+    return {e.expect.code for e in entries() if e.mode == "why" and verdict(e, report_of(e)) is None}
+
+
 def test_every_rule_is_triggered_by_some_fixture() -> None:
     from tests.fleet_scenarios import triggered_codes  # fleet rules: their situations span nodes
 
-    triggered = _golden_codes() | triggered_codes()
+    triggered = _golden_codes() | triggered_codes() | _why_corpus_codes()
     missing = sorted(r.code for r in RULES if r.code not in triggered)
     assert not missing, f"rules no fixture triggers (add a fixture under fixtures/): {missing}"
     unknown = sorted(triggered - {r.code for r in RULES})

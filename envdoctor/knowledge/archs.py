@@ -193,3 +193,34 @@ def coverage(arch: ArchList, gpu: Capability) -> Coverage:
         if ptx_runs_on(ptx, gpu):
             return Coverage(CoverageKind.PTX, ptx)
     return Coverage(CoverageKind.NONE)
+
+
+@cache
+def _first_cuda() -> dict[Capability, str]:
+    raw = load_table("archs.json")["first_cuda"]
+    return {_capability(k): str(v) for k, v in raw["capabilities"].items()}
+
+
+def first_cuda(capability: Capability) -> tuple[int, int] | None:
+    """The first CUDA release that knows GPUs of `capability`, as (major, minor); None for one the
+    table lacks (older than Pascal, or newer than the data: nothing is claimed about it). A plain
+    tuple: this module loads on the install path, which counts its classes."""
+    found = _first_cuda().get(capability)
+    return cuda_number(found) if found is not None else None
+
+
+def first_cuda_provenance() -> Provenance:
+    return provenance(load_table("archs.json")["first_cuda"])
+
+
+def cuda_number(text: str | None) -> tuple[int, int] | None:
+    """(11, 8) from "11.8", "11.8.89" or "cu118"; None for anything else."""
+    if not text:
+        return None
+    value = text.strip().lower()
+    if value.startswith("cu") and value[2:].isdigit() and len(value) >= 4:
+        return int(value[2:-1]), int(value[-1])
+    parts = value.split(".")
+    if len(parts) >= 2 and small_int(parts[0]) is not None and small_int(parts[1]) is not None:
+        return int(parts[0]), int(parts[1])
+    return None

@@ -29,6 +29,7 @@ def _registry() -> tuple[ProbeSpec[Any], ...]:
         system,
         toolkit,
         torch_build,
+        triton,
         windows,
     )
 
@@ -38,6 +39,7 @@ def _registry() -> tuple[ProbeSpec[Any], ...]:
         nvml.PROBE,
         gpu_vendors.PROBE,
         torch_build.PROBE,
+        triton.PROBE,
         toolkit.PROBE,
         windows.PROBE,
         mirrors.PROBE,

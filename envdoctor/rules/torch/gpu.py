@@ -9,14 +9,17 @@ from dataclasses import dataclass
 from envdoctor import knowledge
 from envdoctor.install import plan as install
 from envdoctor.knowledge import gpu_compute
-from envdoctor.knowledge.archs import Capability, dotted, sm
-from envdoctor.knowledge.drivers import DriverKind, driver_support
+from envdoctor.knowledge.archs import Capability, cubin_runs_on, cuda_number, dotted, first_cuda, sm
+from envdoctor.knowledge.drivers import DriverKind, driver_support, native_cuda
 from envdoctor.knowledge.mirrors import official_wheel_url
+from envdoctor.knowledge.signatures import ErrorEvidence
 from envdoctor.model.findings import Fix, FixKind, Severity
 from envdoctor.probes.nvml import NvmlFacts
+from envdoctor.probes.toolkit import ToolkitFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.probes.torch_smoke import DeviceKind, SmokeDevice, SmokeStep, StepStatus
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
+from envdoctor.rules.env_edits import set_command
 from envdoctor.rules.fixes import GET_STARTED, driver_fix, install_target, plan_fix, planned_fix
 from envdoctor.shell import join
 
@@ -237,7 +240,8 @@ _CAUSES = {
     "MIG setup). is_available() only counts devices; it does not create a context",
     "ptx_toolchain": "the build's PTX is newer than the driver's JIT compiler understands",
     "device_fault": "the GPU faulted while running a plain, correct kernel: this points at the driver "
-    "or the hardware (the kernel log shows NVIDIA Xid errors), not at your code",
+    "or the hardware (the kernel log shows NVIDIA Xid errors; a card that fails this way needs replacing) "
+    "or at unstable clocks (overclocking, undervolting), not at your code",
     "library": "a cuBLAS/cuDNN library other than the one torch ships was loaded (a system CUDA on "
     "the loader path), or it does not support this GPU",
     "wrong_result": "the device computed wrong numbers without raising an error: faulty or "
@@ -351,8 +355,8 @@ def _step_story(step: SmokeStep) -> str:
     summary="a smoke-test step (matmul, autograd, fp16/bf16, conv) failed or computed wrong numbers",
     needs=(TorchFacts,),
     # An AMD GPU the ROCm build has no kernels for; CUDA's unknown error at start, a GPU held in
-    # exclusive mode.
-    consequence_of=("ED150", "ED151", "ED125", "ED127"),
+    # exclusive mode; PTX the driver cannot compile, libraries older than the GPU.
+    consequence_of=("ED150", "ED151", "ED125", "ED127", "ED307", "ED310"),
     doc=RuleDoc(
         what="The smoke test's steps on every device: a first kernel, a matmul against a CPU "
         "reference, autograd against the analytic gradient, fp16/bf16 matmuls, a conv2d against "
@@ -414,31 +418,189 @@ def _bytes(count: int | None) -> str:
     return "?" if count is None else f"{count / 2**20:,.0f} MiB"
 
 
+# What torch's out-of-memory message says about the GPU: the old form ("7.92 GiB total capacity;
+# 69.17 MiB already allocated; 24.56 MiB free; 86.00 MiB reserved in total by PyTorch") and the
+# form of torch >= 2.1 ("a total capacity of 23.69 GiB of which 11.06 MiB is free. ... Of the
+# allocated memory 22.8 GiB is allocated by PyTorch, and 120 MiB is reserved by PyTorch but
+# unallocated").
+_SIZE = r"(\d+(?:\.\d+)?) ?([KMGT]i?B)"
+_OOM_FIELDS = {
+    "total": (rf"{_SIZE} total capacity", rf"total capacity of {_SIZE}"),
+    "free": (rf"{_SIZE} free", rf"of which {_SIZE} is free"),
+    "allocated": (rf"{_SIZE} already allocated", rf"{_SIZE} is allocated by PyTorch"),
+    "reserved": (rf"{_SIZE} reserved in total by PyTorch",),
+    "unallocated": (rf"{_SIZE} is reserved by PyTorch but unallocated",),
+    "wanted": (rf"Tried to allocate {_SIZE}",),
+}
+_UNITS = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+_GIB = 2**30
+LOW_MEMORY_GPU = 6 * _GIB  # below this, common models (Stable Diffusion, 7B LLMs) need their low-VRAM modes
+
+
+@dataclass(frozen=True)
+class OomReport:
+    """The numbers torch's out-of-memory message gave, in bytes (None: not said)."""
+
+    total: int | None = None
+    free: int | None = None
+    allocated: int | None = None
+    reserved: int | None = None  # allocated + cached by torch's allocator
+    wanted: int | None = None
+
+    @property
+    def others(self) -> int | None:
+        """What other processes (or other allocators in this one) hold."""
+        if self.total is None or self.free is None or self.reserved is None:
+            return None
+        return max(0, self.total - self.free - self.reserved)
+
+    @property
+    def cached(self) -> int | None:
+        """Reserved by torch but not in use: fragmentation when large."""
+        if self.reserved is None or self.allocated is None:
+            return None
+        return max(0, self.reserved - self.allocated)
+
+
+def _bytes_of(number: str, unit: str) -> int:
+    return int(float(number) * _UNITS.get(unit[0].upper(), 1))
+
+
+def parse_oom(text: str) -> OomReport:
+    found: dict[str, int] = {}
+    for key, patterns in _OOM_FIELDS.items():
+        for pattern in patterns:
+            match = re.search(pattern, text[:20_000], re.IGNORECASE)
+            if match:
+                found[key] = _bytes_of(match.group(1), match.group(2))
+                break
+    reserved = found.get("reserved")
+    if reserved is None and "allocated" in found and "unallocated" in found:
+        reserved = found["allocated"] + found["unallocated"]
+    return OomReport(
+        found.get("total"), found.get("free"), found.get("allocated"), reserved, found.get("wanted")
+    )
+
+
+def _gib(count: int) -> str:
+    return f"{count / _GIB:.2f} GiB" if count >= _GIB else f"{count / 2**20:,.0f} MiB"
+
+
+def _hidden_processes(ctx: RuleContext) -> Fix:
+    commands = ["nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"]
+    if ctx.platform.os != "windows":
+        # nvidia-smi lists no processes of other containers or PID namespaces, nor some zombies.
+        commands.append("sudo fuser -v /dev/nvidia*")
+    return Fix(
+        summary="Find what holds the memory (a finished job's leftover or zombie worker, another user's "
+        "job, a notebook kernel); processes nvidia-smi does not list show up on the device files",
+        commands=tuple(commands),
+    )
+
+
+def _oom_from_text(ctx: RuleContext, match_text: str, whole: str) -> Hit:
+    report = parse_oom(whole)
+    nvml = ctx.get(NvmlFacts)
+    total = report.total
+    if total is None and nvml is not None and nvml.working and nvml.gpus:
+        total = nvml.gpus[0].memory_total_bytes
+    torch = ctx.get(TorchFacts)
+    extensions = torch.extensions if torch is not None else None
+    vllm = (
+        "vllm" in whole.lower()
+        or "cumem_allocator" in whole.lower()
+        or (extensions is not None and extensions.distribution("vllm") is not None)
+    )
+    said = f'The error says: "{match_text}".'
+    others = report.others
+    cached = report.cached
+    fixes: list[Fix]
+    if others is not None and total and others > 0.25 * total and others > _GIB // 2:
+        title = f"the GPU ran out of memory because something else holds {_gib(others)} of its {_gib(total)}"
+        cause = (
+            f"Only {_gib(report.free or 0)} was free and this process's torch held "
+            f"{_gib(report.reserved or 0)}, so about {_gib(others)} belongs to other processes: often a "
+            "finished run's leftover workers or a zombie, which nvidia-smi may not even list."
+        )
+        fixes = [
+            _hidden_processes(ctx),
+            Fix(
+                summary="Stop those processes (kill <pid>), or run on a GPU with free memory "
+                "(CUDA_VISIBLE_DEVICES=<index>)"
+            ),
+        ]
+    elif cached is not None and total and cached > 0.25 * total:
+        title = "the GPU ran out of memory although torch holds much of it unused (fragmentation)"
+        cause = (
+            f"torch reserved {_gib(report.reserved or 0)} but uses only {_gib(report.allocated or 0)}: the "
+            "free blocks are too fragmented for the request."
+        )
+        unset = set_command(ctx.platform.os, None, "PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
+        fixes = [
+            Fix(summary="Let torch's allocator grow segments instead of fragmenting them", commands=(unset,))
+        ]
+    elif vllm:
+        title = "vLLM reserved most of the GPU's memory at start, and the rest ran out"
+        cause = (
+            "vLLM preallocates gpu_memory_utilization (by default 0.9) of each GPU for its weights and KV "
+            "cache; anything else on the same GPU (training, a second engine) gets only what is left."
+        )
+        fixes = [
+            Fix(
+                summary="Lower vLLM's share where other work shares the GPU: gpu_memory_utilization=0.45 "
+                "(--gpu-memory-utilization 0.45), or give vLLM a GPU of its own"
+            ),
+            _gpu_processes(),
+        ]
+    else:
+        size = f" of {_gib(total)}" if total else ""
+        small = total is not None and total < LOW_MEMORY_GPU
+        tight = f" in {_gib(total)}, a small GPU for current models." if total is not None and small else "."
+        title = f"the job needs more memory than the GPU{size} has"
+        cause = "Nothing else holds the memory: this job's model, batch and activations do not fit" + tight
+        fixes = [
+            Fix(
+                summary="Make the job smaller: a smaller batch or resolution, half precision (bf16/fp16), "
+                "gradient checkpointing, or offloading parts to the CPU; applications have a low-memory mode "
+                "for this (Stable Diffusion web UIs: --medvram or --lowvram, with --xformers)"
+            ),
+            _gpu_processes(),
+        ]
+    detail = f"{said} {cause}"
+    if report.wanted is not None:
+        detail += f" It asked for {_gib(report.wanted)} more."
+    return Hit(title=title, detail=detail, evidence=("error text: CUDA out of memory",), fixes=tuple(fixes))
+
+
 @rule(
     code="ED303",
     name="gpu-out-of-memory",
     severity=Severity.WARNING,
-    summary="the GPU works, but the smoke test could not allocate memory on it",
+    summary="the GPU works, but there was no memory for the work (the smoke test, or the job in the error)",
     needs=(TorchFacts,),
     doc=RuleDoc(
-        what="Smoke-test steps that failed with 'out of memory' (or cuBLAS failing to create "
-        "its handle for lack of memory) even at a size reduced to the free memory.",
-        why="The installation is fine, but any job started now fails: another process holds the memory.",
-        fix="Find the process with nvidia-smi, stop it, or run on another GPU.",
-        example="RTX 3090 with 11 MiB free: 'CUDA out of memory. ... Process 4121 has 23.1 GiB "
-        "memory in use'.",
+        what="Smoke-test steps that failed with 'out of memory' (or cuBLAS failing to create its handle for "
+        "lack of memory) even at a size reduced to the free memory; and an out-of-memory error the check "
+        "captured or was given, read for what holds the memory: other processes, torch's own fragmented "
+        "cache, vLLM's preallocation, or a job larger than the GPU.",
+        why="The installation is fine, but any job started now fails: another process holds the memory. "
+        "Each cause has its own fix, and a leftover process is often invisible in nvidia-smi.",
+        fix="Find and stop the process that holds the memory, lower vLLM's gpu_memory_utilization, set "
+        "expandable segments, or make the job smaller; the finding names which.",
+        example="RTX 3090 with 11 MiB free: 'CUDA out of memory. ... Process 4121 has 23.1 GiB memory in "
+        "use'.",
     ),
 )
 def gpu_out_of_memory(ctx: RuleContext) -> Iterator[Hit]:
     torch = ctx.need(TorchFacts)
-    if torch.smoke is None:
-        return
-    for device in torch.smoke.devices:
+    reported = False
+    for device in torch.smoke.devices if torch.smoke is not None else ():
         failed = [
             s for s in device.problems if s.status == StepStatus.FAILED and smoke_cause(device, s) == "memory"
         ]
         if not device.gpu or not failed:
             continue
+        reported = True
         step = failed[0]
         size = (
             f"{step.size}x{step.size}" if step.size else f"{device.size}x{device.size}" if device.size else ""
@@ -459,12 +621,28 @@ def gpu_out_of_memory(ctx: RuleContext) -> Iterator[Hit]:
             ),
             fixes=(
                 _gpu_processes(),
+                _hidden_processes(ctx),
                 Fix(
                     summary="Stop the process that holds the memory, or run on a GPU with free memory "
                     "(CUDA_VISIBLE_DEVICES=<index>)",
                 ),
             ),
         )
+    if reported:
+        return
+    evidence = ctx.get(ErrorEvidence) or ErrorEvidence()
+    matches = evidence.matching("ED303")
+    if not matches:
+        return
+    whole = next(
+        (
+            t.text
+            for t in evidence.texts
+            if matches[0].source == t.source or (matches[0].source == "pasted" and t.source == "pasted")
+        ),
+        matches[0].excerpt,
+    )
+    yield _oom_from_text(ctx, matches[0].excerpt, whole)
 
 
 @rule(
@@ -527,3 +705,203 @@ def smoke_test_hung(ctx: RuleContext) -> Iterator[Hit]:
                 evidence=(f"smoke {device.device} {step.step}: timeout after {limit}",),
                 fixes=tuple(fixes),
             )
+
+
+# -- the build's CUDA against the GPU and the driver ------------------------------------------------
+
+
+def _torch_cuda(torch: TorchFacts) -> tuple[int, int] | None:
+    return cuda_number(torch.cuda) if torch.imported and torch.cuda and not torch.hip else None
+
+
+def _smoke_failure(torch: TorchFacts, capability: Capability) -> tuple[str, str] | None:
+    """(device, first failing step's message) of the smoke test on GPUs of `capability`."""
+    for device in _smoke_devices(torch, capability):
+        for step in device.problems:
+            if step.error is not None:
+                return device.device, f"{step.label}: {_first_line(step.error.message)}"
+    return None
+
+
+@rule(
+    code="ED310",
+    name="torch-cuda-older-than-gpu",
+    severity=Severity.ERROR,
+    summary="torch was built with a CUDA release older than the GPU: its cuBLAS/cuDNN cannot run there",
+    needs=(TorchFacts,),
+    consequence_of=("ED305",),
+    doc=RuleDoc(
+        what="The CUDA version torch was built with against the first CUDA release that supports each "
+        "GPU's compute capability (archs.json 'first_cuda': 10.0 for Turing, 11.0 for A100, 11.1 for "
+        "RTX 30xx, 11.8 for RTX 40xx and H100, 12.8 for Blackwell), for GPUs the build serves only through "
+        "the PTX of an older architecture (or whose arch list is not known); a GPU with no kernels at all is "
+        "ED301's, one with a cubin of its own major runs by binary compatibility.",
+        why="Old PTX makes torch load and is_available() say True, but the "
+        "cuBLAS and cuDNN that came with the older CUDA predate the GPU: matmuls and convolutions fail "
+        "with 'CUBLAS_STATUS_EXECUTION_FAILED', 'CUDNN_STATUS_EXECUTION_FAILED' or 'the GPU program failed "
+        "to execute', often only now and then, and torch itself may warn that the GPU is not compatible.",
+        fix="Install a build made with a CUDA that supports the GPU (the command is shown).",
+        example="RTX 3090 (sm_86) with a CUDA 10.2 build of torch 1.7: cuDNN raises "
+        "CUDNN_STATUS_EXECUTION_FAILED at the first convolution.",
+    ),
+)
+def torch_cuda_older_than_gpu(ctx: RuleContext) -> Iterator[Hit]:
+    torch = ctx.need(TorchFacts)
+    built = _torch_cuda(torch)
+    if built is None:
+        return
+    uncovered = {g.capability for g in uncovered_gpus(ctx)}
+    arch = gpu_compute.parse_arch_list(torch.arch_list)
+    for gpu in seen_gpus(ctx):
+        first = first_cuda(gpu.capability)
+        if first is None or built >= first or gpu.capability in uncovered:
+            continue
+        cc = gpu.capability
+        if any(
+            not e.ptx and e.capability[0] == cc[0] and cubin_runs_on(e.capability, cc, e.suffix) for e in arch
+        ):
+            continue  # a cubin of its own major runs there (binary compatibility): no claim made
+        needed = f"{first[0]}.{first[1]}"
+        started = (
+            f"Its arch list ({_arch_list_text(torch)}) lets torch start on the GPU,"
+            if torch.arch_list
+            else "torch starts on the GPU,"
+        )
+        detail = (
+            f"{gpu.name} ({sm(cc)}) is supported from CUDA {needed} on, and torch {torch.version} was "
+            f"built with CUDA {torch.cuda}. {started} but the cuBLAS and cuDNN of that CUDA predate it: "
+            "matrix products and convolutions "
+            'fail with "CUBLAS_STATUS_EXECUTION_FAILED", "CUDNN_STATUS_EXECUTION_FAILED" or "the GPU '
+            'program failed to execute" (sometimes only now and then), or the first call takes minutes '
+            f"while the driver compiles PTX. {gpu_compute.support_for(cc, _platform(ctx)).summary()}."
+        )
+        evidence = [
+            f"torch.version.cuda = {torch.cuda}",
+            f"{sm(cc)} (from {gpu.source}) needs CUDA >= {needed}",
+        ]
+        failed = _smoke_failure(torch, cc)
+        if failed is not None:
+            detail += f" The smoke test confirmed it: on {failed[0]}, {failed[1]}."
+            evidence.append(f"smoke {failed[0]}: {failed[1][:120]}")
+        warning = _arch_warning(torch)
+        if warning:
+            detail += f' torch itself warned: "{_first_line(warning)}"'
+        yield Hit(
+            title=f"torch {torch.version} was built with CUDA {torch.cuda}, older than {gpu.name} "
+            f"({sm(cc)}), which needs CUDA >= {needed}",
+            detail=detail,
+            evidence=tuple(evidence),
+            fixes=arch_fixes(ctx, cc),
+        )
+
+
+def _ptx_only(ctx: RuleContext) -> list[tuple[SeenGpu, str]]:
+    """GPUs the build serves only through PTX, with the PTX entry."""
+    torch = ctx.need(TorchFacts)
+    arch = gpu_compute.parse_arch_list(torch.arch_list)
+    found = []
+    for gpu in seen_gpus(ctx):
+        entry = gpu_compute.serving_entry(arch, gpu.capability) if arch else None
+        if entry is not None and entry.ptx:
+            found.append((gpu, entry.text))
+    return found
+
+
+def _newest_toolkit(ctx: RuleContext) -> tuple[str, tuple[int, int]] | None:
+    """The newest CUDA toolkit (nvcc) on this machine: what built a locally compiled extension."""
+    toolkit = ctx.get(ToolkitFacts)
+    best: tuple[str, tuple[int, int]] | None = None
+    for kit in toolkit.toolkits if toolkit is not None else ():
+        number = cuda_number(kit.version)
+        if kit.exists and kit.has_nvcc and number is not None and (best is None or number > best[1]):
+            best = (kit.version or "", number)
+    return best
+
+
+@rule(
+    code="ED307",
+    name="ptx-needs-newer-driver",
+    severity=Severity.ERROR,
+    summary="code needs its PTX compiled by the driver, and the driver is older than the CUDA that made it",
+    needs=(TorchFacts, NvmlFacts),
+    consequence_of=("ED101", "ED305"),
+    doc=RuleDoc(
+        what="A GPU that the installed torch serves only through PTX (compute_XY, no fitting cubin) while "
+        "the driver runs CUDA older than torch's; or the error 'the provided PTX was compiled with an "
+        "unsupported toolchain' with a driver older than torch's CUDA or than the local toolkit's.",
+        why="The driver JIT-compiles PTX only from CUDA versions it knows. Minor-version compatibility "
+        "lets an older driver of the same major run the build's cubins, but not its PTX: the first kernel "
+        "fails with 'the provided PTX was compiled with an unsupported toolchain' "
+        "(cudaErrorUnsupportedPtxVersion), and so does an extension compiled by a newer nvcc.",
+        fix="Upgrade the driver to at least the minimum of the CUDA that made the PTX (shown), or install "
+        "the build whose CUDA the driver runs natively.",
+        example="A driver 450.80.02 (CUDA 11.0) host running an image built with CUDA 11.8: 'CUDA error: "
+        "the provided PTX was compiled with an unsupported toolchain.'",
+    ),
+)
+def ptx_needs_newer_driver(ctx: RuleContext) -> Iterator[Hit]:
+    torch = ctx.need(TorchFacts)
+    nvml = ctx.need(NvmlFacts)
+    built = _torch_cuda(torch)
+    if built is None or not nvml.working:
+        return
+    driver_cuda = nvml.driver_cuda or native_cuda(nvml.driver_version, ctx.platform.os)
+    have = cuda_number(driver_cuda)
+    if have is None:
+        return
+    evidence_texts = ctx.get(ErrorEvidence) or ErrorEvidence()
+    said = evidence_texts.matching("ED307")
+    ptx = _ptx_only(ctx) if have < built else []
+    toolkit = _newest_toolkit(ctx)
+    newer_toolkit = toolkit if toolkit is not None and toolkit[1] > have else None
+    if not ptx and not (said and (have < built or newer_toolkit)):
+        return
+    makers = []
+    if have < built:
+        makers.append(f"torch's CUDA {torch.cuda}")
+    if newer_toolkit is not None and said:
+        makers.append(f"the local CUDA {newer_toolkit[0]} toolkit (which built any extension compiled here)")
+    newest = max([built] + ([newer_toolkit[1]] if newer_toolkit and said else []))
+    wanted = f"{newest[0]}.{newest[1]}"
+    minimum = knowledge.driver_minimum(wanted, ctx.platform.os)
+    floor = minimum.toolkit if minimum is not None and minimum.toolkit else None
+    parts = []
+    for gpu, entry in ptx:
+        parts.append(
+            f"{gpu.name} ({sm(gpu.capability)}) has no cubin in torch {torch.version}'s arch list "
+            f"({_arch_list_text(torch)}), so every kernel runs from {entry} PTX, which the driver compiles "
+            "when it is first used."
+        )
+    if said:
+        where = "The pasted error" if said[0].source == "pasted" else f"The captured {said[0].source}"
+        parts.append(f'{where} says: "{said[0].excerpt}".')
+    detail = (
+        " ".join(parts) + f" Driver {nvml.driver_version} runs CUDA {driver_cuda}, older than "
+        f"{' and '.join(makers)}; it can run precompiled code of the same major version (minor-version "
+        'compatibility) but cannot compile PTX made by a newer CUDA, so such kernels fail with "the '
+        'provided PTX was compiled with an unsupported toolchain" (cudaErrorUnsupportedPtxVersion).'
+    )
+    fixes = [driver_fix(ctx, str(floor) if floor else None)]
+    if have < built and knowledge.release(torch.public_version or "") is not None:
+        same = torch.public_version  # a released build: its natively-run variant (not a source build's)
+        native = planned_fix(
+            ctx,
+            "Or install the build whose CUDA the driver runs natively",
+            want_cuda=True,
+            torch=same,
+            native_only=True,
+        )
+        if native is not None:
+            fixes.append(native)
+    gpu_part = f" for {ptx[0][0].name}" if ptx else ""
+    yield Hit(
+        title=f"driver {nvml.driver_version} (CUDA {driver_cuda}) cannot compile PTX from CUDA {wanted}"
+        f"{gpu_part}: kernels fail with 'unsupported toolchain'",
+        detail=detail,
+        evidence=(
+            f"driver {nvml.driver_version} (CUDA {driver_cuda})",
+            f"torch.version.cuda = {torch.cuda}",
+            *(f"{sm(g.capability)} served by {e}" for g, e in ptx),
+        ),
+        fixes=tuple(fixes),
+    )
