@@ -35,8 +35,15 @@ class DriverInstall:
     unattended: bool = False  # the family updates packages with unattended-upgrades
     repair: tuple[str, ...] = ()  # finish a half-done package upgrade
 
-    def rebuild_for(self, kernel: str) -> tuple[str, ...]:
-        return tuple(c.replace("{kernel}", kernel) for c in self.rebuild)
+    def rebuild_for(self, kernel: str, version: str | None = None) -> tuple[str, ...]:
+        """The commands for `kernel`; `version` is the driver's, which `dkms install` needs (without
+        it, `dkms autoinstall` builds what DKMS already knows)."""
+        found = []
+        for command in self.rebuild:
+            if "{version}" in command and not version:
+                command = "sudo dkms autoinstall -k {kernel}"
+            found.append(command.replace("{kernel}", kernel).replace("{version}", version or ""))
+        return tuple(found)
 
     def rebuild_note_for(self, kernel: str) -> str | None:
         return None if self.rebuild_note is None else self.rebuild_note.replace("{kernel}", kernel)

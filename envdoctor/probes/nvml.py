@@ -119,7 +119,7 @@ class DriverHostFacts:
     def nvidia_loaded(self) -> bool | None:
         if self.loaded_modules is None:
             return None if self.loaded_version is None else True
-        named = any(m in ("nvidia", "nvidia_current") for m in self.loaded_modules)
+        named = any(_NVIDIA_LOADED.fullmatch(m) for m in self.loaded_modules)
         return named or bool(self.loaded_version)
 
     def blocked(self, *modules: str) -> tuple[ModuleBlock, ...]:
@@ -305,13 +305,16 @@ PRIME_PROFILE = "/etc/prime-discrete"
 FABRIC_MANAGER_UNIT = "nvidia-fabricmanager"
 FABRIC_MANAGER = "nv-fabricmanager"
 # The nvidia module as distributions name its file: nvidia.ko(.xz|.zst), Debian's nvidia-current.ko,
-# nvidia-tesla-470.ko, nvidia-legacy-390xx.ko; never nvidia-uvm/-drm/-modeset (those need nvidia).
-_NVIDIA_KO = re.compile(r"^(\S*?/)?nvidia(?:-current|-tesla(?:-\d+)?|-legacy-\w+)?\.ko(?:\.[a-z]+)?:", re.M)
+# nvidia-tesla-470.ko, nvidia-legacy-390xx.ko, older Ubuntu's nvidia_384.ko; never nvidia-uvm/-drm/-modeset.
+_NVIDIA_KO = re.compile(
+    r"^(\S*?/)?nvidia(?:-current|-tesla(?:-\d+)?|-legacy-\w+|_\d+)?\.ko(?:\.[a-z]+)?:", re.M
+)
 _DKMS_MODULE = re.compile(r"nvidia(?:-current|-open|-tesla(?:-\d+)?|-legacy-\w+)?")
 _LIBRARY = re.compile(r"libnvidia-ml\.so\.(\d+\.\d+(?:\.\d+)?)")
 _KERNEL_MODULE = re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)")
 _TEGRA_RELEASE = re.compile(r"#\s*R(\d+)\s*\(release\),\s*REVISION:\s*(\d+(?:\.\d+)*)")
 _VERSION = re.compile(r"(\d+\.\d+(?:\.\d+)?)")
+_NVIDIA_LOADED = re.compile(r"nvidia(?:_current|_\d+)?")
 _WATCHED = ("nvidia", "nouveau", "nova")  # module names whose load state and blocks are facts
 _CMDLINE_LISTS = ("modprobe.blacklist=", "module_blacklist=", "rd.driver.blacklist=")
 _FABRIC_STATES = {0: "not_supported", 1: "not_started", 2: "in_progress", 3: "completed"}

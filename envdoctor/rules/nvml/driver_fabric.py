@@ -101,7 +101,7 @@ def fabric_manager_not_running(ctx: RuleContext) -> Iterator[Hit]:
         detail=f"The GPUs are connected through NVSwitch, which carries no CUDA work until the NVIDIA "
         f"Fabric Manager has set up the fabric, and {why}. nvidia-smi works, but CUDA fails with error 802 "
         "'system not yet initialized' and torch.cuda.is_available() is False"
-        + (f" (torch said: {said[:200]})" if said else "")
+        + (" (torch says so: error 802)" if said else "")
         + ".",
         evidence=tuple(evidence),
         fixes=(fix,),

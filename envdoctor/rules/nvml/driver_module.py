@@ -34,6 +34,13 @@ def _host_case(ctx: RuleContext, *statuses: NvmlStatus) -> tuple[NvmlFacts, Driv
     return nvml, nvml.host
 
 
+def _driver_version(host: DriverHostFacts) -> str | None:
+    """The installed driver's version: its libraries', else the one DKMS knows."""
+    if host.library_versions:
+        return host.library_versions[-1]
+    return host.dkms[-1].version if host.dkms else None
+
+
 def _unattended_fix(ctx: RuleContext) -> Fix | None:
     if not distribution(ctx).unattended:
         return None
@@ -95,7 +102,7 @@ def driver_library_version_mismatch(ctx: RuleContext) -> Iterator[Hit]:
             f"{', '.join(sorted(built))}: the upgrade stopped half-way (a failed module build or "
             f"held packages), so a reboot alone loads the old module again.{versions}"
         )
-        commands = (*how.repair, *how.rebuild_for(kernel), "sudo reboot")
+        commands = (*how.repair, *how.rebuild_for(kernel, newest), "sudo reboot")
         fixes = [
             Fix(
                 summary="Finish the driver upgrade so the module for this kernel matches the libraries, "
@@ -112,7 +119,7 @@ def driver_library_version_mismatch(ctx: RuleContext) -> Iterator[Hit]:
         fixes = [
             Fix(summary="Reboot to load the new kernel module", commands=("sudo reboot",)),
             Fix(
-                summary="Or, where no process uses the GPU (no desktop session on it), reload the modules "
+                summary="Where no process uses the GPU (no desktop session on it), reload the modules "
                 "without a reboot",
                 commands=RELOAD,
             ),
@@ -171,35 +178,41 @@ def nvidia_module_not_built_for_kernel(ctx: RuleContext) -> Iterator[Hit]:
     if host.dkms:
         versions = ", ".join(sorted({b.version for b in host.dkms}))
         evidence.append(f"DKMS: nvidia {versions} built for {', '.join(built) or 'no kernel'}")
-        detail += f". DKMS knows nvidia {versions} but has built it for {', '.join(built) or 'no kernel'}"
+        detail += f". DKMS knows nvidia {versions} but has built it for {', '.join(built) or 'no kernel'}."
     else:
-        detail += ". DKMS does not manage it, so no kernel update will ever rebuild it"
-    detail += ", so nvidia-smi 'couldn't communicate with the NVIDIA driver' and CUDA finds no GPU."
+        detail += ". DKMS has no nvidia module registered, so a kernel update does not rebuild it."
+    detail += " nvidia-smi 'couldn't communicate with the NVIDIA driver' and CUDA finds no GPU."
     how = distribution(ctx)
-    commands = how.rebuild_for(kernel)
+    driver = _driver_version(host)
+    commands = how.rebuild_for(kernel, driver)
+    note = how.rebuild_note_for(kernel)
     fixes: list[Fix] = []
-    if host.dkms and commands:
+    if commands:
         fixes.append(
             Fix(
                 summary=f"Build the module for kernel {kernel} (on {how.family}: its headers, then DKMS or "
-                "akmods), then load it",
+                "akmods), then load it" + (f"; {note}" if note else ""),
                 commands=(*commands, "sudo modprobe nvidia", "nvidia-smi"),
-            )
-        )
-    else:
-        version = host.library_versions[-1] if host.library_versions else "<version>"
-        arch = "aarch64" if ctx.platform.machine in ("aarch64", "arm64") else "x86_64"
-        fixes.append(
-            Fix(
-                summary=f"Reinstall the driver {version} with DKMS (the kernel's headers first), so this "
-                "kernel and every later one get the module"
-                + (f"; on {how.family}, {how.rebuild_note_for(kernel)}" if how.rebuild_note else ""),
-                commands=(*commands,)
-                if commands
-                else (f"sudo sh NVIDIA-Linux-{arch}-{version}.run --dkms", "nvidia-smi"),
                 link=how.link,
             )
         )
+    elif note:
+        fixes.append(
+            Fix(summary=f"Build the module for kernel {kernel}: on {how.family}, {note}", link=how.link)
+        )
+    if not host.dkms:
+        version = driver or "<version>"
+        arch = "aarch64" if ctx.platform.machine in ("aarch64", "arm64") else "x86_64"
+        rerun = Fix(
+            summary=f"The driver is not registered with DKMS (NVIDIA's .run installer without --dkms): "
+            f"rerun the {version} installer with --dkms, this kernel's headers installed first, so "
+            "this kernel and every later one get the module",
+            commands=(f"sudo sh NVIDIA-Linux-{arch}-{version}.run --dkms", "nvidia-smi"),
+            link="https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/index.html",
+        )
+        # DKMS cannot rebuild a module it does not know: the installer comes first there.
+        dkms_based = any("dkms" in c for c in commands)
+        fixes.insert(0 if dkms_based else len(fixes), rerun)
     if host.kernels_with_module:
         older = host.kernels_with_module[0]
         fixes.append(Fix(summary=f"Meanwhile, boot kernel {older} from the boot menu: it has the module"))
@@ -302,9 +315,12 @@ def nouveau_holds_nvidia_gpu(ctx: RuleContext) -> Iterator[Hit]:
         return
     nvml, host = found
     holders = open_source_holders(host)
-    if not holders or not driver_installed(nvml, host):
-        return
     already = host.blocked("nouveau")
+    nova = any("nova" in h.lower() for h in holders)
+    # Without an NVIDIA driver, nouveau is simply the driver there is (ED103: install one). nova_core
+    # and a nouveau already blacklisted are another matter: installing the driver would not help.
+    if not holders or not (driver_installed(nvml, host) or nova or already):
+        return
     how = distribution(ctx)
     if already:
         where = already[0].source

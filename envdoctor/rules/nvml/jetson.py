@@ -19,8 +19,9 @@ from envdoctor.probes.python_env import PythonFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 
+# NVIDIA's page on PyTorch for Jetson; its forum thread, which lists every wheel, is jetson.json's source.
 PYTORCH_FOR_JETSON = (
-    "https://forums.developer.nvidia.com/t/pytorch-for-jetson-version-1-9-0-now-available/72048"
+    "https://docs.nvidia.com/deeplearning/frameworks/install-pytorch-jetson-platform/index.html"
 )
 # A CUDA library of one version the import could not open: the wheel was built against it.
 _MISSING_LIBRARY = re.compile(
@@ -71,7 +72,7 @@ def jetpack_fix(ctx: RuleContext, host: DriverHostFacts) -> Fix:
             f"{python.minor}: make it from /usr/bin/python3 (python3 -m venv --system-site-packages) first."
         )
     what = f"torch {wheel.torch}" if wheel.torch else "torch"
-    summary = f"Install NVIDIA's {what} for {where} (CUDA {wheel.cuda}, Python {wheel.python})"
+    summary = f"Install NVIDIA's {what} for {where}, built for CUDA {wheel.cuda} and Python {wheel.python}"
     if wheel.is_index:
         summary += " from the Jetson AI Lab index"
     else:
