@@ -181,8 +181,8 @@ def gpu_drivers() -> GpuDrivers:
     row = load_table(_TABLE)["gpu_drivers"]
     return GpuDrivers(
         nvidia=frozenset(_texts(row, "nvidia")),
-        open_source=frozenset(_texts(row, "open_source")),
-        blacklist=_texts(row, "blacklist_open_source"),
+        open_source=frozenset(_texts(row, "open")),
+        blacklist=_texts(row, "blacklist"),
         blacklist_file=str(row["blacklist_file"]),
         provenance=provenance(row),
     )

@@ -97,6 +97,7 @@ class DriverHostFacts:
     module_file: str | None = None  # the nvidia module modules.dep lists for the running kernel
     kernels_with_module: tuple[str, ...] = ()  # other installed kernels whose modules.dep has it
     dkms: tuple[DkmsBuild, ...] = ()
+    module_sources: tuple[str, ...] = ()  # driver versions whose module source is in /usr/src (DKMS's)
     library_versions: tuple[str, ...] = ()  # user-space driver: libnvidia-ml.so.<version> files
     pci: tuple[PciBinding, ...] = ()
     nvswitches: int = 0  # NVSwitch chips on the PCI bus
@@ -298,6 +299,7 @@ MODULE_DIRS = ("/lib/modules", "/usr/lib/modules")
 LIBRARY_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib")
 MODPROBE_DIRS = ("/etc/modprobe.d", "/run/modprobe.d", "/lib/modprobe.d", "/usr/lib/modprobe.d")
 DKMS_DIR = "/var/lib/dkms"
+SOURCE_DIR = "/usr/src"
 PROC_DRIVER = "/proc/driver/nvidia/version"
 EFI_DIR = "/sys/firmware/efi"
 SECURE_BOOT_VAR = "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
@@ -310,6 +312,7 @@ _NVIDIA_KO = re.compile(
     r"^(\S*?/)?nvidia(?:-current|-tesla(?:-\d+)?|-legacy-\w+|_\d+)?\.ko(?:\.[a-z]+)?:", re.M
 )
 _DKMS_MODULE = re.compile(r"nvidia(?:-current|-open|-tesla(?:-\d+)?|-legacy-\w+)?")
+_SOURCE = re.compile(r"nvidia-(\d+\.\d+(?:\.\d+)?)")
 _LIBRARY = re.compile(r"libnvidia-ml\.so\.(\d+\.\d+(?:\.\d+)?)")
 _KERNEL_MODULE = re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)")
 _TEGRA_RELEASE = re.compile(r"#\s*R(\d+)\s*\(release\),\s*REVISION:\s*(\d+(?:\.\d+)*)")
@@ -427,6 +430,11 @@ def _dkms(read: _Reader) -> tuple[DkmsBuild, ...]:
             kernels = tuple(sorted(k for k in inside if k[:1].isdigit()))
             builds.append(DkmsBuild(module, version, kernels))
     return tuple(builds[:32])
+
+
+def _module_sources(read: _Reader) -> tuple[str, ...]:
+    names = (_SOURCE.fullmatch(n) for n in sorted(read.listing(SOURCE_DIR) or ()))
+    return tuple(m.group(1) for m in names if m)[:16]
 
 
 def _library_versions(read: _Reader) -> tuple[str, ...]:
@@ -553,6 +561,7 @@ def host_facts(
         module_file=module_file,
         kernels_with_module=tuple(others),
         dkms=_dkms(read),
+        module_sources=_module_sources(read),
         library_versions=_library_versions(read),
         pci=_bindings(host, pci),
         nvswitches=nvswitches,

@@ -18,7 +18,13 @@ from envdoctor.probes.system import SystemFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.fixes import driver_fix, planned_fix
-from envdoctor.rules.nvml.driver_causes import kernel_of, not_loaded_causes, numbered, open_source_holders
+from envdoctor.rules.nvml.driver_causes import (
+    elsewhere,
+    kernel_of,
+    not_loaded_causes,
+    numbered,
+    open_source_holders,
+)
 
 _TOO_OLD = re.compile(r"NVIDIA driver on your system is too old \(found version (\d+)\)")
 
@@ -177,22 +183,35 @@ _BROKEN_DRIVER = {
 }
 
 
+_NOT_LOADED = Fix(
+    summary="Load the module (or reboot); with Secure Boot, enrol the driver's key or disable Secure Boot",
+    commands=("sudo modprobe nvidia", "nvidia-smi"),
+)
+
+
 def _not_loaded(ctx: RuleContext, nvml: NvmlFacts) -> Hit:
-    """The driver is installed but its module is not loaded: the causes still open, ranked."""
+    """The driver is installed but its module is not loaded: the causes, ranked from the facts."""
+    title = "the NVIDIA driver is installed but its kernel module is not loaded"
+    if elsewhere(ctx) is not None:
+        # A container's or WSL's kernel is not this system's: ED122/ED124 say what to do there.
+        return Hit(
+            title=title,
+            detail="Often Secure Boot blocked the unsigned module, or a reboot after installing is "
+            f"pending. NVML said: {nvml.error}",
+            evidence=(f"nvml.status = {nvml.status}",),
+            fixes=(_NOT_LOADED,),
+        )
     host = nvml.host
     causes = not_loaded_causes(host, kernel_of(ctx, host))
     detail = (
         "NVIDIA-SMI 'couldn't communicate with the NVIDIA driver': the driver's libraries are "
-        f"installed but its kernel module is not loaded. NVML said: {nvml.error}. "
+        f"installed but its kernel module is not loaded. NVML said: {nvml.error}. The causes, most "
+        "likely first given the facts, and the command that tells each apart: "
     )
-    if host is None:
-        detail += "The likely causes, most likely first, and the command that tells each apart: "
-    else:
-        detail += "What the facts leave open, most likely first, and the command that tells each apart: "
     return Hit(
-        title="the NVIDIA driver is installed but its kernel module is not loaded",
+        title=title,
         detail=detail + numbered(causes),
-        evidence=(f"nvml.status = {nvml.status}", *(f"possible: {c.key}" for c in causes)),
+        evidence=(f"nvml.status = {nvml.status}", *(f"{c.likelihood}: {c.key}" for c in causes)),
         fixes=(
             Fix(
                 summary="Load the module: if it fails, modprobe's message names the cause ('Module nvidia "

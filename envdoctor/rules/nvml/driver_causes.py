@@ -183,4 +183,8 @@ def not_loaded_causes(host: DriverHostFacts | None, kernel: str) -> tuple[Cause,
 
 
 def numbered(causes: tuple[Cause, ...]) -> str:
-    return " ".join(f"{i}) {c.title}: {c.check}." for i, c in enumerate(causes, 1))
+    def said(cause: Cause) -> str:
+        shown = " (the facts show this)" if cause.likelihood is Likelihood.CONFIRMED else ""
+        return f"{cause.title}{shown}: {cause.check}."
+
+    return " ".join(f"{i}) {said(c)}" for i, c in enumerate(causes, 1))

@@ -179,12 +179,17 @@ def nvidia_module_not_built_for_kernel(ctx: RuleContext) -> Iterator[Hit]:
         versions = ", ".join(sorted({b.version for b in host.dkms}))
         evidence.append(f"DKMS: nvidia {versions} built for {', '.join(built) or 'no kernel'}")
         detail += f". DKMS knows nvidia {versions} but has built it for {', '.join(built) or 'no kernel'}."
+    elif host.module_sources:
+        source = f"/usr/src/nvidia-{host.module_sources[-1]}"
+        evidence.append(f"module source: {source}")
+        detail += f". Its source is in {source}, but DKMS has not built it (is dkms installed?)."
     else:
         detail += ". DKMS has no nvidia module registered, so a kernel update does not rebuild it."
     detail += " nvidia-smi 'couldn't communicate with the NVIDIA driver' and CUDA finds no GPU."
     how = distribution(ctx)
     driver = _driver_version(host)
-    commands = how.rebuild_for(kernel, driver)
+    # `dkms install` builds from the source in /usr/src: its version is the one to name.
+    commands = how.rebuild_for(kernel, host.module_sources[-1] if host.module_sources else driver)
     note = how.rebuild_note_for(kernel)
     fixes: list[Fix] = []
     if commands:
@@ -200,7 +205,7 @@ def nvidia_module_not_built_for_kernel(ctx: RuleContext) -> Iterator[Hit]:
         fixes.append(
             Fix(summary=f"Build the module for kernel {kernel}: on {how.family}, {note}", link=how.link)
         )
-    if not host.dkms:
+    if not host.dkms and not host.module_sources:
         version = driver or "<version>"
         arch = "aarch64" if ctx.platform.machine in ("aarch64", "arm64") else "x86_64"
         rerun = Fix(
@@ -293,7 +298,7 @@ def _blacklist_commands(ctx: RuleContext) -> tuple[str, ...]:
     code="ED133",
     name="nouveau-holds-nvidia-gpu",
     severity=Severity.ERROR,
-    summary="the NVIDIA driver is installed but nouveau (or nova_core) holds the GPU",
+    summary="nouveau (or nova_core) holds the NVIDIA GPU, so the NVIDIA driver cannot bind it",
     needs=(NvmlFacts,),
     consequence_of=("ED131",),
     doc=RuleDoc(
@@ -344,12 +349,17 @@ def nouveau_holds_nvidia_gpu(ctx: RuleContext) -> Iterator[Hit]:
                 link=how.link,
             ),
         )
-        why = " Nothing blacklists nouveau, so it takes the GPU again at every boot."
+        why = " Nothing blacklists it, so it takes the GPU again at every boot."
+    names = "nova_core" if nova else "nouveau"
+    if driver_installed(nvml, host):
+        start = f"The NVIDIA driver is installed, but {', '.join(holders)} is driven by"
+    else:
+        start = f"{', '.join(holders)} is driven by"
     yield Hit(
-        title="the open-source nouveau driver holds the NVIDIA GPU, so the NVIDIA driver cannot use it",
-        detail=f"The NVIDIA driver is installed, but {', '.join(holders)} is driven by an open-source "
-        "driver without CUDA, and the nvidia module cannot bind a GPU another driver holds "
-        f"('NVRM: The NVIDIA probe routine was not called').{why}",
+        title=f"the open-source {names} driver holds the NVIDIA GPU, so the NVIDIA driver cannot use it",
+        detail=f"{start} an open-source driver without CUDA, and the nvidia module cannot bind a GPU "
+        "another driver holds ('NVRM: The NVIDIA probe routine was not called', 'already bound to "
+        f"NovaCore'): installing or reinstalling the NVIDIA driver does not change that.{why}",
         evidence=tuple(f"GPU driver: {h}" for h in holders),
         fixes=fixes,
     )
