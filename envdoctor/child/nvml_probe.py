@@ -16,6 +16,21 @@ STATUS_BY_CODE = {
 }
 
 
+def fabric_state(pynvml, handle):
+    """The GPU's NVLink fabric state (0 not supported, 1 not started, 2 in progress, 3 completed);
+    None where this pynvml or driver cannot say. An NVSwitch system runs no CUDA until it is 3."""
+    query = getattr(pynvml, "nvmlDeviceGetGpuFabricInfo", None)
+    struct = getattr(pynvml, "c_nvmlGpuFabricInfo_t", None)
+    if query is None or struct is None:
+        return None
+    try:
+        info = struct()
+        query(handle, info)
+        return int(info.state)
+    except Exception:  # NotSupported, an older driver, another pynvml signature: not a fact
+        return None
+
+
 def emit(data):
     data["record"] = "nvml"
     sys.stdout.write(json.dumps(data, sort_keys=True) + "\n")
@@ -68,6 +83,9 @@ def main():
             major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
             gpu["capability"] = [int(major), int(minor)]
             gpu["memory_total_bytes"] = int(pynvml.nvmlDeviceGetMemoryInfo(handle).total)
+            state = fabric_state(pynvml, handle)
+            if state is not None:
+                gpu["fabric_state"] = state
         except pynvml.NVMLError as exc:
             data["errors"].append("GPU %d: %s" % (index, text(exc)))
         data["gpus"].append(gpu)

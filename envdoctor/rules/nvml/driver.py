@@ -18,6 +18,13 @@ from envdoctor.probes.system import SystemFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.fixes import driver_fix, planned_fix
+from envdoctor.rules.nvml.driver_causes import (
+    elsewhere,
+    kernel_of,
+    not_loaded_causes,
+    numbered,
+    open_source_holders,
+)
 
 _TOO_OLD = re.compile(r"NVIDIA driver on your system is too old \(found version (\d+)\)")
 
@@ -163,15 +170,6 @@ def driver_relies_on_minor_version_compat(ctx: RuleContext) -> Iterator[Hit]:
 
 
 _BROKEN_DRIVER = {
-    NvmlStatus.DRIVER_NOT_LOADED: (
-        "the NVIDIA driver is installed but its kernel module is not loaded",
-        "Often Secure Boot blocked the unsigned module, or a reboot after installing is pending.",
-        Fix(
-            summary="Load the module (or reboot); with Secure Boot, enrol the driver's key or "
-            "disable Secure Boot",
-            commands=("sudo modprobe nvidia", "nvidia-smi"),
-        ),
-    ),
     NvmlStatus.VERSION_MISMATCH: (
         "the NVIDIA driver libraries and the loaded kernel module have different versions",
         "The driver was upgraded but the old kernel module is still loaded.",
@@ -185,17 +183,66 @@ _BROKEN_DRIVER = {
 }
 
 
+_NOT_LOADED = Fix(
+    summary="Load the module (or reboot); with Secure Boot, enrol the driver's key or disable Secure Boot",
+    commands=("sudo modprobe nvidia", "nvidia-smi"),
+)
+
+
+def _not_loaded(ctx: RuleContext, nvml: NvmlFacts) -> Hit:
+    """The driver is installed but its module is not loaded: the causes, ranked from the facts."""
+    title = "the NVIDIA driver is installed but its kernel module is not loaded"
+    if elsewhere(ctx) is not None:
+        # A container's or WSL's kernel is not this system's: ED122/ED124 say what to do there.
+        return Hit(
+            title=title,
+            detail="Often Secure Boot blocked the unsigned module, or a reboot after installing is "
+            f"pending. NVML said: {nvml.error}",
+            evidence=(f"nvml.status = {nvml.status}",),
+            fixes=(_NOT_LOADED,),
+        )
+    host = nvml.host
+    causes = not_loaded_causes(host, kernel_of(ctx, host))
+    detail = (
+        "NVIDIA-SMI 'couldn't communicate with the NVIDIA driver': the driver's libraries are "
+        f"installed but its kernel module is not loaded. NVML said: {nvml.error}. The causes, most "
+        "likely first given the facts, and the command that tells each apart: "
+    )
+    return Hit(
+        title=title,
+        detail=detail + numbered(causes),
+        evidence=(f"nvml.status = {nvml.status}", *(f"{c.likelihood}: {c.key}" for c in causes)),
+        fixes=(
+            Fix(
+                summary="Load the module: if it fails, modprobe's message names the cause ('Module nvidia "
+                "not found': not built for this kernel; 'Key was rejected by service': Secure Boot; "
+                "'No such device': another driver holds the GPU)",
+                commands=("sudo modprobe nvidia", "nvidia-smi"),
+            ),
+            Fix(
+                summary="Reboot, if the driver was installed or updated since the last boot",
+                commands=("sudo reboot",),
+            ),
+        ),
+    )
+
+
 @rule(
     code="ED103",
     name="gpu-without-working-driver",
     severity=Severity.ERROR,
     summary="an NVIDIA GPU is present but the driver is missing, not loaded or mismatched",
     needs=(NvmlFacts,),
-    consequence_of=("ED122", "ED124"),  # a driver inside the image, a Linux driver inside WSL
+    # A driver inside the image, a Linux driver inside WSL, and the host causes that name why the
+    # module is not loaded or mismatched (driver_module.py).
+    consequence_of=("ED122", "ED124", "ED130", "ED131", "ED132", "ED133", "ED134"),
     doc=RuleDoc(
         what="NVML's status: library not found while an NVIDIA display controller is on the "
         "PCI bus, driver not loaded, driver/library version mismatch, or no permission.",
-        why="Without a working driver no CUDA program runs, whatever torch build is installed.",
+        why="Without a working driver no CUDA program runs, whatever torch build is installed. "
+        "'NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver' has several "
+        "causes: where the facts confirm one its own finding says it; otherwise this one lists them, "
+        "most likely first, with the command that tells each apart.",
         fix="Install the driver (or pass it into the container), load the kernel module, or "
         "reboot after a driver upgrade, as the finding says.",
         example="nvidia-smi: 'Failed to initialize NVML: Driver/library version mismatch' "
@@ -205,6 +252,9 @@ _BROKEN_DRIVER = {
 def gpu_without_working_driver(ctx: RuleContext) -> Iterator[Hit]:
     nvml = ctx.need(NvmlFacts)
     if nvml.working:
+        return
+    if nvml.status == NvmlStatus.DRIVER_NOT_LOADED:
+        yield _not_loaded(ctx, nvml)
         return
     if nvml.status in _BROKEN_DRIVER:
         title, why, fix = _BROKEN_DRIVER[nvml.status]
@@ -222,6 +272,12 @@ def gpu_without_working_driver(ctx: RuleContext) -> Iterator[Hit]:
             f"({', '.join(nvml.pci_nvidia_devices)}), but the driver library (libnvidia-ml) cannot "
             "be loaded, so no program can use them."
         )
+        holders = open_source_holders(nvml.host) if nvml.host is not None else ()
+        if holders:
+            detail += (
+                f" {', '.join(holders)} runs on the open-source driver, which has no CUDA (and no "
+                "nvidia-smi): the NVIDIA driver is what CUDA needs, and its packages blacklist nouveau."
+            )
         fixes: tuple[Fix, ...] = (driver_fix(ctx),)
         if system is not None and system.container:
             detail += (
@@ -257,6 +313,8 @@ def no_nvidia_gpu(ctx: RuleContext) -> Iterator[Hit]:
     nvml = ctx.need(NvmlFacts)
     if nvml.status != NvmlStatus.LIBRARY_NOT_FOUND or nvml.pci_nvidia_devices:
         return
+    if nvml.host is not None and nvml.host.jetson:
+        return  # a Jetson's GPU is integrated (no PCI, no NVML): the jetson rules judge it
     vendors = ctx.get(GpuVendorFacts)
     if vendors is not None and (vendors.amd or vendors.xpu_gpus):
         return  # an AMD or Intel GPU torch can use: "no GPU" would be wrong (the gpu_vendors area)
