@@ -3,6 +3,6 @@
 from __future__ import annotations
 
 from envdoctor.rules.base import Rule, rules_in
-from envdoctor.rules.nvml import access, device_state, driver
+from envdoctor.rules.nvml import access, container, device_state, driver, mig, resources, wsl
 
-RULES: tuple[Rule, ...] = rules_in(driver, access, device_state)
+RULES: tuple[Rule, ...] = rules_in(driver, access, device_state, container, mig, wsl, resources)
