@@ -63,5 +63,10 @@ def nofile_min() -> int:
     return int(_row("nofile")["min"])
 
 
+def nofile_alone_below() -> int:
+    """A soft open-files limit so low that it is named before any DataLoader fails."""
+    return int(_row("nofile")["alone_below"])
+
+
 def nofile_fixes() -> tuple[Fix, ...]:
     return _fixes("nofile")

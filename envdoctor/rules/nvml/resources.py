@@ -164,11 +164,12 @@ def memlock_limit_too_low_for_rdma(ctx: RuleContext) -> Iterator[Hit]:
     code="ED186",
     name="open-files-limit-too-low-for-dataloader",
     severity=Severity.WARNING,
-    summary="DataLoader workers ran out of open files: the soft open-files limit is low",
+    summary="the soft open-files limit is too low for DataLoader workers ('received 0 items of ancdata')",
     needs=(GpuAccessFacts, ErrorEvidence),
     doc=RuleDoc(
         what="DataLoader's 'received 0 items of ancdata' or 'unable to open shared memory object' in a "
-        "captured or pasted error, against the soft 'Max open files' limit (below 4096).",
+        "captured or pasted error, against the soft 'Max open files' limit (below 4096); without "
+        "such an error, a soft limit below 1024 where torch is installed.",
         why="With the file_descriptor sharing strategy (Linux's default) every tensor a worker sends "
         "holds an open file; at the limit the socket silently drops one and the loader fails with "
         "'received 0 items of ancdata'.",
@@ -182,14 +183,28 @@ def open_files_limit_too_low_for_dataloader(ctx: RuleContext) -> Iterator[Hit]:
     access = ctx.need(GpuAccessFacts)
     said = ctx.need(ErrorEvidence).get(OUT_OF_FILES)
     limit = access.open_files
-    if said is None or limit is None or limit.soft is None or limit.soft >= limits.nofile_min():
+    if limit is None or limit.soft is None or limit.soft >= limits.nofile_min():
+        return
+    torch = ctx.get(TorchFacts)
+    if said is None and (limit.soft >= limits.nofile_alone_below() or torch is None or not torch.installed):
         return
     hard = "unlimited" if limit.hard is None else str(limit.hard)
+    shown = f"Max open files: {limit.soft} (soft), {hard} (hard)"
+    if said is None:
+        yield Hit(
+            title=f"the open-files limit is {limit.soft}: DataLoader workers will run out of files",
+            detail=f"This process may open only {limit.soft} files (hard limit {hard}). With the "
+            "file_descriptor sharing strategy (Linux's default) each tensor a DataLoader worker "
+            "sends holds one, and the loader fails with 'received 0 items of ancdata'.",
+            evidence=(shown,),
+            fixes=limits.nofile_fixes(),
+        )
+        return
     yield Hit(
         title=f"DataLoader workers ran out of open files: the soft limit is {limit.soft}",
         detail=f"The error ('{said.excerpt}') is what a DataLoader gives when its workers exhaust the "
         f"open-files limit: {limit.soft} here (hard limit {hard}). With the file_descriptor sharing "
         "strategy each tensor in flight holds a file descriptor.",
-        evidence=(f"{said.source}: {said.excerpt}", f"Max open files: {limit.soft} (soft), {hard} (hard)"),
+        evidence=(f"{said.source}: {said.excerpt}", shown),
         fixes=limits.nofile_fixes(),
     )
