@@ -183,7 +183,10 @@ def _mig(*devices: str, errors: tuple[str, ...] = ()) -> GpuState:
 
 
 def test_mig_permissions_in_a_container_need_the_monitor_variable() -> None:
-    refused = _mig("MIG-a", errors=("nvmlDeviceGetMemoryInfo: Insufficient Permissions",))
+    refused = _mig(
+        "MIG-a",
+        errors=("nvmlDeviceGetPowerUsage: Unknown", "nvmlDeviceGetMemoryInfo: Insufficient Permissions"),
+    )
     k8s = {"container": "kubernetes", "container_evidence": ("$KUBERNETES_SERVICE_HOST is set",)}
     assert "ED177" in findings(GpuAccessFacts(**k8s, gpu_states=(refused,)), nvml(gpu=A100))
     assert "ED177" not in findings(GpuAccessFacts(**k8s, gpu_states=(refused,), mig_monitor_devices="all"))

@@ -321,7 +321,8 @@ def _libcuda(
 def _selinux(host: Host, errors: list[str]) -> tuple[str | None, str | None]:
     enforce = (_read(host, facts_table.selinux_enforce_file(), errors) or "").strip()
     mode = {"1": "enforcing", "0": "permissive"}.get(enforce)
-    label = (_read(host, facts_table.selinux_label_file(), errors) or "").strip("\x00\n ")
+    # Without SELinux the kernel answers EINVAL for this file: that is "no label", not an error.
+    label = (_read(host, facts_table.selinux_label_file(), []) or "").strip("\x00\n ")
     return mode, (label or None)
 
 

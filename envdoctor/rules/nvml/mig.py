@@ -52,11 +52,11 @@ def mig_monitor_capability_missing(ctx: RuleContext) -> Iterator[Hit]:
     if access.container is None or (access.mig_monitor_devices or "").strip().lower() == "all":
         return
     refused = [
-        (state, error)
+        (state, said[0])
         for state in access.gpu_states
         if state.mig_current
-        for error in state.errors[:1]
-        if _PERMISSION in error.lower()
+        for said in ([e for e in state.errors if _PERMISSION in e.lower()],)
+        if said
     ]
     if not refused:
         return
