@@ -42,7 +42,7 @@ def test_not_linux_is_not_applicable() -> None:
 
 def test_a_bare_machine_has_nothing_to_report_and_starts_no_child() -> None:
     facts = _collect(Machine())  # strict fake: no child scripted, so starting one would fail
-    assert facts == gpu_access.GpuAccessFacts()
+    assert facts == gpu_access.GpuAccessFacts(libcuda=())  # looked for libcuda, found none
     assert gpu_access.describe(facts) == "device files: none"
 
 
@@ -220,8 +220,9 @@ def _fake_pynvml(**overrides: Any) -> types.ModuleType:
     return module
 
 
-def _run_child(pynvml: types.ModuleType, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+def _run_child(pynvml: types.ModuleType, monkeypatch: pytest.MonkeyPatch, *nodes: str) -> dict[str, Any]:
     monkeypatch.setitem(sys.modules, "pynvml", pynvml)
+    monkeypatch.setattr(sys, "argv", [str(CHILD), *nodes])  # the device files, as the probe passes them
     out = io.StringIO()
     with redirect_stdout(out), pytest.raises(SystemExit) as ended:
         runpy.run_path(str(CHILD), run_name="__main__")

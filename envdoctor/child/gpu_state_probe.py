@@ -5,16 +5,59 @@ MIG mode and the MIG devices created, retired pages and remapped rows waiting fo
 Each query may be missing from an old pynvml or answer NotSupported on a GPU without the feature:
 that is recorded per GPU, never raised. A child of its own, as the NVML probe's, so a driver that
 hangs or crashes cannot take envdoctor down. Standard library plus pynvml (from nvidia-ml-py).
+
+The arguments are the NVIDIA device files that exist: each is stat()ed and checked with access(2)
+for this process (whose uid and groups are reported too), before and whether or not NVML answers,
+as a file this user may not open is exactly when NVML says "Insufficient Permissions".
 """
 
 import json
+import os
 import sys
 
 NOT_SUPPORTED = 3  # NVML_ERROR_NOT_SUPPORTED (nvml.h)
+NOT_FOUND = 6  # NVML_ERROR_NOT_FOUND: an empty MIG slot
+
+
+def device_nodes(paths):
+    nodes = []
+    for path in paths:
+        node = {"path": path}
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            node["error"] = "%s: %s" % (type(exc).__name__, exc.strerror or exc)
+            nodes.append(node)
+            continue
+        node["mode"] = st.st_mode & 0o7777
+        node["uid"] = st.st_uid
+        node["gid"] = st.st_gid
+        node["major"] = os.major(st.st_rdev)
+        node["minor"] = os.minor(st.st_rdev)
+        node["usable"] = os.access(path, os.R_OK | os.W_OK)
+        try:
+            import grp
+
+            node["group"] = grp.getgrgid(st.st_gid).gr_name
+        except (ImportError, KeyError):
+            pass  # a gid the container's /etc/group does not name: the number says it
+        nodes.append(node)
+    return nodes
+
+
+def identity():
+    try:
+        return {"uid": os.getuid(), "gid": os.getgid(), "groups": sorted(set(os.getgroups()) | {os.getgid()})}
+    except (AttributeError, OSError):
+        return {}
+
+
+CONTEXT = {}
 
 
 def emit(data):
     data["record"] = "gpu_state"
+    data.update(CONTEXT)
     sys.stdout.write(json.dumps(data, sort_keys=True) + "\n")
     sys.stdout.flush()
 
@@ -86,17 +129,24 @@ def mig_devices(pynvml, ask, handle):
     for slot in range(int(count)):
         try:
             device = pynvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, slot)
-        except pynvml.NVMLError:
-            continue  # an empty slot answers NotFound: no MIG device there
+        except pynvml.NVMLError as exc:
+            if getattr(exc, "value", None) != NOT_FOUND:  # an empty slot: no MIG device there
+                ask.gpu["errors"].append("nvmlDeviceGetMigDeviceHandleByIndex: %s" % text(exc))
+            continue
         except Exception:
             break
         uuid = ask("nvmlDeviceGetUUID", device)
         if uuid is not None:
             found.append(text(uuid))
+        # What a device plugin asks of each MIG device; without the MIG monitor capability in a
+        # container it answers Insufficient Permissions.
+        ask("nvmlDeviceGetMemoryInfo", device)
     return found
 
 
 def main():
+    CONTEXT["nodes"] = device_nodes(sys.argv[1:])
+    CONTEXT["process"] = identity()
     try:
         import pynvml
     except Exception as exc:

@@ -1,6 +1,7 @@
 """The state of the NVIDIA kernel modules and devices: CUDA's "unknown error" at start (nvidia_uvm
 after a suspend), a missing /dev/nvidia-uvm, a GPU held in exclusive mode or prohibited, MIG without
-an instance this process can see, and retired pages or remapped rows waiting for a reset."""
+an instance this process can see, retired pages or remapped rows waiting for a reset, and device
+files this user may not open."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Iterator
 
 from envdoctor.knowledge import gpu_access as table
 from envdoctor.model.findings import Fix, Severity
-from envdoctor.probes.gpu_access import NVIDIA_UVM, GpuAccessFacts, GpuState
+from envdoctor.probes.gpu_access import NVIDIA_UVM, DeviceNode, GpuAccessFacts, GpuState
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.nvml.access import cuda_torch
@@ -240,7 +241,6 @@ def mig_without_visible_instance(ctx: RuleContext) -> Iterator[Hit]:
                 ),
             ),
         )
-        return
     if empty:
         indices = ",".join(str(s.index) for s in empty)
         yield Hit(
@@ -321,3 +321,75 @@ def gpu_reset_pending(ctx: RuleContext) -> Iterator[Hit]:
             evidence=tuple(reasons) + (("remapped_rows_failed",) if state.remapped_rows_failed else ()),
             fixes=tuple(fixes),
         )
+
+
+def dac_allows(node: DeviceNode, uid: int | None, groups: tuple[int, ...]) -> bool | None:
+    """Whether owner, group and mode alone let a process (uid, groups) read and write `node`;
+    None when the facts do not say."""
+    if uid == 0:
+        return True
+    if node.mode is None or uid is None:
+        return None
+    if node.uid == uid:
+        return node.mode & 0o600 == 0o600
+    if node.gid is not None and node.gid in groups:
+        return node.mode & 0o060 == 0o060
+    return node.mode & 0o006 == 0o006
+
+
+@rule(
+    code="ED175",
+    name="gpu-device-files-not-permitted",
+    severity=Severity.ERROR,
+    summary="this user may not open the NVIDIA device files (their group and mode leave it out)",
+    needs=(GpuAccessFacts,),
+    doc=RuleDoc(
+        what="Each NVIDIA device file's owner, group and mode against this process's user and groups, "
+        "and whether access(2) lets the process read and write it.",
+        why="CUDA and NVML open /dev/nvidia*; a file that is root:video 0660 shuts out a user who is "
+        "not in 'video', so torch sees no GPU (NVML: 'Insufficient Permissions') while root or sudo "
+        "works. In a container, the image's user must have the host's group id of those files.",
+        fix="Add the user to the files' group (`sudo usermod -aG <group> $USER`, then log in again); "
+        "in a container, run with `--group-add <gid>` or as a user in that group.",
+        example="openSUSE with /dev/nvidia0 as crw-rw---- root video: torch.cuda.is_available() is "
+        "True only under sudo.",
+    ),
+)
+def gpu_device_files_not_permitted(ctx: RuleContext) -> Iterator[Hit]:
+    access = ctx.need(GpuAccessFacts)
+    shut = [
+        n
+        for n in access.device_nodes
+        if n.usable is False and dac_allows(n, access.process_uid, access.process_groups) is False
+    ]
+    if not shut:
+        return
+    groups = sorted({(n.group or str(n.gid)) for n in shut if n.gid is not None})
+    gids = sorted({n.gid for n in shut if n.gid is not None})
+    evidence = [
+        f"{n.path}: {oct(n.mode or 0)[2:].rjust(4, '0')} uid {n.uid} gid {n.gid}"
+        + (f" ({n.group})" if n.group else "")
+        for n in shut
+    ]
+    evidence.append(f"this process: uid {access.process_uid}, groups {list(access.process_groups)}")
+    group = groups[0] if groups else "<group>"
+    if access.container:
+        commands = tuple(f"docker run --group-add {gid} ... IMAGE" for gid in gids) or (
+            "docker run --group-add <gid> ... IMAGE",
+        )
+        fix = Fix(summary=table.permission_summary(True), commands=commands)
+        where = (
+            f" In this {access.container} container the files keep the host's group id"
+            f" ({', '.join(str(g) for g in gids)}), which the image's user lacks."
+        )
+    else:
+        fix = Fix(summary=table.permission_summary(False), commands=(f"sudo usermod -aG {group} $USER",))
+        where = ""
+    yield Hit(
+        title="this user may not open the NVIDIA device files",
+        detail=f"{', '.join(n.path for n in shut)} belong to group {', '.join(groups) or '?'} and let "
+        "only their owner and group in; this process is neither, so CUDA and NVML cannot open the "
+        f"GPU (NVML: 'Insufficient Permissions') although root can.{where}",
+        evidence=tuple(evidence),
+        fixes=(fix,),
+    )
