@@ -3,6 +3,17 @@
 from __future__ import annotations
 
 from envdoctor.rules.base import Rule, rules_in
-from envdoctor.rules.torch import build, companions, environment, gpu, install, numpy_bridge, retired_gpu
+from envdoctor.rules.torch import (
+    build,
+    companions,
+    environment,
+    gpu,
+    install,
+    interpreter,
+    numpy_bridge,
+    retired_gpu,
+)
 
-RULES: tuple[Rule, ...] = rules_in(install, environment, build, companions, gpu, numpy_bridge, retired_gpu)
+RULES: tuple[Rule, ...] = rules_in(
+    install, environment, interpreter, build, companions, gpu, numpy_bridge, retired_gpu
+)
