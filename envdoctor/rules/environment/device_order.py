@@ -25,7 +25,7 @@ def _names(names: list[str]) -> str:
 
 @rule(
     code="ED162",
-    name="cuda-device-order-differs-from-nvidia-smi",
+    name="cuda-device-order-differs",
     severity=Severity.WARNING,
     summary="GPUs of different models and no CUDA_DEVICE_ORDER=PCI_BUS_ID: torch's cuda:N is not "
     "nvidia-smi's GPU N",

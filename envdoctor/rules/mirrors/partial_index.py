@@ -59,7 +59,7 @@ def _only_index_in_config(facts: MirrorFacts) -> Iterator[tuple[_Only, object]]:
 
 def _only_index_in_text(evidence: ErrorEvidence | None) -> Iterator[_Only]:
     for command in pasted.commands(evidence):
-        if command.tool != "pip" or command.index_url is None or command.extra_index_urls:
+        if command.index_url is None or command.extra_index_urls or command.indexes:
             continue
         found = _partial(command.index_url)
         if found is not None:

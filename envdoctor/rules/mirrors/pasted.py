@@ -75,7 +75,10 @@ def parse_command(line: str) -> PastedCommand | None:
     if match is None:
         return None
     tool = "uv" if match.group("tool").startswith("uv") else "pip"
-    words = _words(text[match.end() :])
+    # A command quoted in prose (`pip install ... -f URL` was resolved to ...): drop the quote marks
+    # and sentence punctuation that stick to its last word.
+    words = [w.strip("`'\",;") for w in _words(text[match.end() :].split("`", 1)[0])]
+    words = [w for w in words if w]
     found: dict[str, list[str]] = {"index_url": [], "extra_index_urls": [], "find_links": [], "indexes": []}
     requirements: list[str] = []
     index = 0

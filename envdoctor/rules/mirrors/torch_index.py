@@ -116,6 +116,7 @@ def pypi_mirror_gives_cpu_torch(ctx: RuleContext) -> Iterator[Hit]:
         return
     facts = ctx.need(MirrorFacts)
     system = "Windows" if ctx.platform.os == "windows" else "macOS"
+    yield from _pasted_mirror_commands(ctx, system)
     for default in _default_indexes(facts):
         if any(torch_index(url) for url in default.others):
             continue  # a PyTorch index is configured too: ED502 explains how they mix
@@ -144,6 +145,31 @@ def pypi_mirror_gives_cpu_torch(ctx: RuleContext) -> Iterator[Hit]:
             ),
             fixes=tuple(fixes),
         )
+
+
+def _pasted_mirror_commands(ctx: RuleContext, system: str) -> Iterator[Hit]:
+    """A pasted pip command whose -i/--index-url is a PyPI mirror, with no PyTorch index beside it."""
+    for command in pasted.commands(ctx.get(ErrorEvidence)):
+        if command.tool != "pip" or command.index_url is None:
+            continue
+        mirror = pypi_mirror(command.index_url)
+        if mirror is None or any(torch_index(u) for u in command.sources):
+            continue
+        fixes = _plan_fixes(
+            ctx,
+            "Install torch from a PyTorch CUDA index for this one command (the mirror stays for the rest)",
+            command.index_url,
+        )
+        yield Hit(
+            title=f"the pip command installs torch from {mirror.title}: on {system} it offers only CPU "
+            "builds",
+            detail=f"“{command.line}” takes torch from {command.index_url}. PyPI, and every mirror of it, "
+            f"carries only CPU-only torch wheels for {system}; CUDA builds are published only on PyTorch's "
+            "per-variant indexes (download.pytorch.org/whl/cuXXX) and mirrors of those.",
+            evidence=(f"pasted command: {command.line}", f"platform = {ctx.platform.os}", "CUDA wanted"),
+            fixes=tuple(fixes),
+        )
+        return
 
 
 # ED502: a PyTorch index only as an extra index next to PyPI or a mirror (pip)

@@ -18,12 +18,45 @@ from envdoctor.model.sources import MirrorFacts, SourcesFacts, UvIndex
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.mirrors.urls import torch_index, variant_of, wheel_variant
+from envdoctor.util.lazy_re import Lazy
 
 UV_PYTORCH_GUIDE = "https://docs.astral.sh/uv/guides/integration/pytorch/"
 
 
 def _index_urls(facts: MirrorFacts) -> dict[str, str]:
     return {i.name: i.url for i in facts.uv.indexes if i.name}
+
+
+# The marker variables a [tool.uv.sources] entry is usually split on, per OS.
+_MARKER_VALUES = {
+    "linux": {"sys_platform": "linux", "platform_system": "Linux", "os_name": "posix"},
+    "windows": {"sys_platform": "win32", "platform_system": "Windows", "os_name": "nt"},
+    "macos": {"sys_platform": "darwin", "platform_system": "Darwin", "os_name": "posix"},
+}
+_COMPARISON = Lazy(
+    r"^\s*(?P<name>sys_platform|platform_system|os_name)\s*(?P<op>==|!=)\s*['\"](?P<value>[^'\"]*)['\"]\s*$"
+)
+
+
+def marker_applies(marker: str | None, os_name: str) -> bool:
+    """Whether a source's marker holds on this OS: `==`/`!=` on sys_platform, platform_system and
+    os_name, joined by `and`/`or`; any other marker is taken to hold (envdoctor does not judge it)."""
+    if not marker:
+        return True
+    values = _MARKER_VALUES.get(os_name)
+    if values is None:
+        return True
+    results = []
+    for alternative in marker.split(" or "):
+        held = True
+        for part in alternative.split(" and "):
+            match = _COMPARISON.match(part.strip().strip("()"))
+            if match is None:
+                continue
+            equal = values[match.group("name")] == match.group("value")
+            held = held and (equal if match.group("op") == "==" else not equal)
+        results.append(held)
+    return any(results)
 
 
 def _variant(url: str) -> str | None:
@@ -55,24 +88,41 @@ def uv_sources_not_applied(ctx: RuleContext) -> Iterator[Hit]:
     sources = ctx.need(SourcesFacts)
     facts = ctx.need(MirrorFacts)
     torch = ctx.need(TorchFacts)
-    if not torch.installed or not torch.imported or torch.variant is None:
-        return
     urls = _index_urls(facts)
-    routes = [r for r in sources.uv_routes if r.package.lower() == "torch" and r.index in urls]
+    routes = [
+        r
+        for r in sources.uv_routes
+        if r.package.lower() == "torch" and r.index in urls and marker_applies(r.marker, ctx.platform.os)
+    ]
     if not routes:
         return
     wanted = {v for r in routes for v in [_variant(urls[r.index])] if v}
-    if not wanted or torch.variant in wanted:
-        return  # the installed build is one the project routes to (markers pick one per platform)
+    if not wanted:
+        return
     names = ", ".join(sorted({r.index for r in routes}))
     shown = " or ".join(sorted(wanted))
+    if torch.installed and torch.imported and torch.variant is not None:
+        if torch.variant in wanted:
+            return  # the installed build is the one the project routes to on this platform
+        title = f"the project routes torch to {names} ({shown}), but the installed torch is {torch.version}"
+        came = f"The installed torch {torch.version} came from elsewhere"
+        evidence = f"installed torch = {torch.version}"
+    elif not torch.installed:
+        title = f"the project routes torch to {names} ({shown}), and torch is not installed"
+        came = (
+            "torch is not installed here; an install that does not go through the project will not find "
+            "it there"
+        )
+        evidence = "torch not installed"
+    else:
+        return
     yield Hit(
-        title=f"the project routes torch to {names} ({shown}), but the installed torch is {torch.version}",
+        title=title,
         detail=f"{routes[0].origin} routes torch to the index {names} ({shown}) in [tool.uv.sources]. "
-        f"The installed torch {torch.version} came from elsewhere: sources and project indexes apply to "
-        "`uv sync`, `uv run`, `uv add` and `uv lock` only, while `uv pip install`, `uv pip sync`, pip "
-        "and an install of the published package ignore them and take torch from the default index.",
-        evidence=(f"[tool.uv.sources] torch -> {names} ({shown})", f"installed torch = {torch.version}"),
+        f"{came}: sources and project indexes apply to `uv sync`, `uv run`, `uv add` and `uv lock` only, "
+        "while `uv pip install`, `uv pip sync`, pip and an install of the published package ignore them "
+        "and take torch from the default index (or fail to find it on an explicit index).",
+        evidence=(f"[tool.uv.sources] torch -> {names} ({shown})", evidence),
         fixes=(
             Fix(
                 summary="Install through the project, which applies [tool.uv.sources] (add "
@@ -106,7 +156,7 @@ def _project_torch_indexes(facts: MirrorFacts) -> list[UvIndex]:
 
 @rule(
     code="ED512",
-    name="lock-chose-version-without-wheel-for-platform",
+    name="lock-without-wheel-for-platform",
     severity=Severity.WARNING,
     summary="a cross-platform lock reads packages from PyTorch's index, or chose a version with no wheel "
     "here",

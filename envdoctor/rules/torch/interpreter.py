@@ -31,6 +31,10 @@ _NOT_FOUND = Lazy(
     r"(?:satisfies the requirement|No matching distribution found for)\s+"
     r"(?P<package>[A-Za-z0-9][A-Za-z0-9._-]{0,80})\s*(?:={2,3}\s*(?P<version>\d[0-9A-Za-z.+!]{0,40}))?"
 )
+# uv's words for the same (its resolver names the package it could not find on any index).
+_UV_NOT_FOUND = Lazy(
+    r"Because (?P<package>[A-Za-z0-9][A-Za-z0-9._-]{0,80}) was not found in the package registry"
+)
 _LINKER_LIB = Lazy(r"cannot open file '(?P<lib>python3\d+)\.lib'")
 _PLACEHOLDER = Lazy(r"from versions: 0\.1\.2|version=\"0\.1\.2\.post2\"|torch-0\.1\.2\.post2")
 
@@ -69,6 +73,9 @@ def not_found(evidence: ErrorEvidence | None) -> tuple[NotFound, ...]:
                 if version is not None:
                     version = version.rstrip(".")
                 found.setdefault((package, version), NotFound(package, version, line.strip()[:300]))
+            for match in _UV_NOT_FOUND.finditer(line):
+                package = match.group("package").lower().rstrip(".")
+                found.setdefault((package, None), NotFound(package, None, line.strip()[:300]))
     return tuple(found.values())
 
 
@@ -85,14 +92,15 @@ def _said(evidence: ErrorEvidence | None, pattern: Lazy) -> str | None:
 def _new_environment_fix(ctx: RuleContext, minor: str, summary: str, free_threaded: bool = False) -> Fix:
     """Create an environment with Python `minor` and examine it there: that check plans the install."""
     suffix = "t" if free_threaded else ""
+    folder = ".venv-ft" if free_threaded else ".venv"
     if ctx.platform.os == "windows":
-        create = f"py -{minor}{suffix} -m venv .venv"
+        create = f"py -{minor}{suffix} -m venv {folder}"
     else:
-        create = f"python{minor}{suffix} -m venv .venv"
+        create = f"python{minor}{suffix} -m venv {folder}"
     return Fix(
         summary=f"{summary}, create the project environment with it and examine that one (its check "
         "shows the command that installs torch there)",
-        commands=(create, "envdoctor check --python .venv"),
+        commands=(create, f"envdoctor check --python {folder}"),
         link=PYTHON_DOWNLOADS,
     )
 
