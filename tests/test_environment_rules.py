@@ -94,6 +94,10 @@ def test_windows_fixes_are_powershell() -> None:
 def test_launch_blocking_only_when_it_is_1() -> None:
     assert codes(findings({"CUDA_LAUNCH_BLOCKING": "1"})) == ["ED161"]
     assert findings({"CUDA_LAUNCH_BLOCKING": "0"}) == []
+    cpu = TorchFacts(installed=True, dist_version="2.5.1+cpu", version="2.5.1+cpu")
+    assert (
+        findings({"CUDA_LAUNCH_BLOCKING": "1"}, nvml=NvmlFacts(status="library_not_found"), torch=cpu) == []
+    )
 
 
 def test_device_order_differs_only_for_mixed_gpus_without_pci_bus_id() -> None:

@@ -6,8 +6,9 @@ from collections.abc import Iterator
 
 from envdoctor.model.findings import Severity
 from envdoctor.probes.environment import EnvironmentFacts
+from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
-from envdoctor.rules.environment.common import unset_fix
+from envdoctor.rules.environment.common import nvidia_gpus, unset_fix
 
 VARIABLE = "CUDA_LAUNCH_BLOCKING"
 
@@ -34,6 +35,9 @@ def cuda_launch_blocking_left_on(ctx: RuleContext) -> Iterator[Hit]:
     value = ctx.need(EnvironmentFacts).variable(VARIABLE)
     if value is None or value.strip() != "1":  # CUDA acts on 1 only
         return
+    torch = ctx.get(TorchFacts)
+    if nvidia_gpus(ctx) == 0 and not (torch is not None and torch.imported and torch.cuda):
+        return  # no CUDA here: the switch has nothing to slow down
     yield Hit(
         title=f"{VARIABLE}=1: every CUDA kernel launch waits for the one before it",
         detail="Kernel launches are synchronous, so the CPU waits for the GPU after each one and "
