@@ -68,11 +68,7 @@ class Span:
 def span(python: str, platform: str) -> Span:
     """Which known releases have a wheel for Python `python` ("3.13") on `platform`."""
     found = [v for v in _older() if python in _older()[v]]
-    found += [
-        r.torch
-        for r in knowledge.known_releases()
-        if r.builds(platform) is not None and python in pythons(r.torch, platform)  # type: ignore[operator]
-    ]
+    found += [r.torch for r in knowledge.known_releases() if python in (pythons(r.torch, platform) or ())]
     ordered = sorted(found, key=Version)
     return Span(ordered[0] if ordered else None, ordered[-1] if ordered else None)
 

@@ -16,7 +16,7 @@ from envdoctor.install import plan as install
 from envdoctor.knowledge.mirrors import IndexKind, KnownIndex
 from envdoctor.knowledge.signatures import ErrorEvidence
 from envdoctor.model.findings import Fix, FixKind, Severity
-from envdoctor.model.sources import MirrorFacts
+from envdoctor.model.sources import MirrorFacts, PipSetting
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.fixes import GET_STARTED, install_target, plan_commands
 from envdoctor.rules.mirrors import pasted
@@ -47,7 +47,7 @@ class _Only:
     command: pasted.PastedCommand | None = None
 
 
-def _only_index_in_config(facts: MirrorFacts) -> Iterator[tuple[_Only, object]]:
+def _only_index_in_config(facts: MirrorFacts) -> Iterator[tuple[_Only, PipSetting]]:
     pip = facts.pip
     index = pip.get("index-url")
     if index is None or pip.flag("no-index") or pip.get("extra-index-url") is not None:
@@ -128,10 +128,9 @@ def partial_index_as_only_index(ctx: RuleContext) -> Iterator[Hit]:
         return
 
 
-def _config_hit(ctx: RuleContext, facts: MirrorFacts, only: _Only, setting: object, said: str | None) -> Hit:
-    from envdoctor.model.sources import PipSetting
-
-    assert isinstance(setting, PipSetting)
+def _config_hit(
+    ctx: RuleContext, facts: MirrorFacts, only: _Only, setting: PipSetting, said: str | None
+) -> Hit:
     url = without_credentials(only.url)
     os_name = ctx.platform.os
     unset = pip_set_commands(ctx, facts.pip, setting, [])
