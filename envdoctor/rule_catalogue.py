@@ -146,6 +146,7 @@ AREA_TITLES = {
     "envdoctor": "envdoctor itself",
     "fleet": "Nodes of a multi-node job",
     "gpu_vendors": "AMD and Intel GPUs",
+    "environment": "Environment",
 }
 
 

@@ -1,5 +1,6 @@
-"""The environment probe (`envdoctor report` and `snapshot` only) and the bug report it feeds: the
-distribution, C library, compilers and packages torch's collect_env prints, without stray None."""
+"""The environment probe and the bug report it feeds: the variables that steer CUDA and torch (read
+on every check), and, for `envdoctor report` and `snapshot` only, the distribution, C library,
+compilers and packages torch's collect_env prints, without stray None."""
 
 from __future__ import annotations
 
@@ -15,8 +16,7 @@ from envdoctor.host.base import CommandResult
 from envdoctor.host.fake import CHILD_NOT_FOUND, FakeHost
 from envdoctor.host.live import CHILD_DIR
 from envdoctor.model.findings import ProbeResult, ProbeStatus
-from envdoctor.probes import PROBES, environment
-from envdoctor.probes.base import NotApplicable
+from envdoctor.probes import environment
 from envdoctor.render.markdown import environment_rows, render_bug_report
 from envdoctor.settings import Settings
 from envdoctor.snapshot import load
@@ -70,16 +70,37 @@ def test_collects_what_collect_env_prints() -> None:
     )
 
 
-def test_a_check_never_collects_it() -> None:
+def test_a_check_reads_the_steering_variables_and_nothing_else() -> None:
     host = ubuntu_host()
-    with pytest.raises(NotApplicable):
-        environment.collect(context(host))
-    assert host.calls == []
-    assert environment.PROBE in PROBES and environment.PROBE not in selected_probes(Settings())
-    shown = area_verdicts(
-        (ProbeResult("environment", ProbeStatus.OK, 0.1, environment.EnvironmentFacts()),), ()
+    host.environ.update(
+        {
+            "CUDA_VISIBLE_DEVICES": "",
+            "CUDA_LAUNCH_BLOCKING": "1",
+            "AWS_SECRET_ACCESS_KEY": "do-not-read",
+            "HOME": "/home/u",
+        }
     )
-    assert shown == ()  # no area line of its own
+    facts = environment.collect(context(host))
+    assert host.calls == []  # no program and no child: the variables cost a check nothing
+    assert facts.variables_read and facts.distribution is None and facts.packages == ()
+    assert [(v.name, v.value) for v in facts.variables] == [
+        ("CUDA_VISIBLE_DEVICES", ""),
+        ("CUDA_LAUNCH_BLOCKING", "1"),
+    ]
+    assert facts.variable("CUDA_VISIBLE_DEVICES") == "" and facts.variable("OMP_NUM_THREADS") is None
+    assert environment.describe(facts) == "CUDA_VISIBLE_DEVICES='', CUDA_LAUNCH_BLOCKING=1"
+    assert environment.describe(environment.EnvironmentFacts(variables_read=True)) == (
+        "no variable that steers CUDA or torch is set"
+    )
+    assert environment.PROBE in selected_probes(Settings())  # a check runs it, and shows its area line
+    shown = area_verdicts((ProbeResult("environment", ProbeStatus.OK, 0.1, facts),), ())
+    assert [a.title for a in shown] == ["Environment"]
+
+
+def test_the_steering_variables_hold_no_secret_names() -> None:
+    from envdoctor.util.redact import is_secret_name
+
+    assert not [name for name in environment.STEERING_VARIABLES if is_secret_name(name)]
 
 
 def test_broken_answers_become_errors_not_tracebacks() -> None:

@@ -60,7 +60,7 @@ def test_table_is_consistent() -> None:
     assert table["source"] and table["as_of"]
     names = {i.name for i in mirrors.known_indexes()}
     for index in mirrors.known_indexes():
-        assert index.kind in {"pypi", "conda", "pytorch-wheels"}
+        assert index.kind in {"pypi", "conda", "pytorch-wheels", "vendor-wheels"}
         assert index.status in {"ok", "stale", "dropped", "unverified"}
         assert index.url.startswith("https://") and index.note
     for operator, target in table["pytorch_wheel_mirrors"].items():

@@ -140,10 +140,13 @@ def test_ed502_pytorch_index_as_extra_index() -> None:
 
 def test_ed502_from_a_variable_with_the_cpu_index_on_a_gpu_machine() -> None:
     environ = {"PIP_EXTRA_INDEX_URL": "https://download.pytorch.org/whl/cpu"}
-    finding = only(findings(environ=environ), "ED502")
+    found = findings(environ=environ)
+    finding = only(found, "ED502")
     assert "CPU variant" in finding.detail
-    assert finding.fixes[0].commands[0] == "unset PIP_EXTRA_INDEX_URL"
-    windows = only(findings(environ=environ, platform=WINDOWS), "ED502")
+    # The variable is the cause (ED508): ED502 is folded under it, whose fix unsets the variable.
+    assert finding.folded_under == "ED508"
+    assert only(found, "ED508").fixes[0].commands[0] == "unset PIP_EXTRA_INDEX_URL"
+    windows = only(findings(environ=environ, platform=WINDOWS), "ED508")
     assert windows.fixes[0].commands[0] == "Remove-Item Env:PIP_EXTRA_INDEX_URL"
 
 

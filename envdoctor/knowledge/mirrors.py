@@ -17,6 +17,7 @@ class IndexKind(TextEnum):
     PYPI = "pypi"  # a PyPI mirror
     CONDA = "conda"  # an Anaconda mirror
     PYTORCH_WHEELS = "pytorch-wheels"  # PyTorch's wheel index or a mirror of it
+    VENDOR = "vendor-wheels"  # a vendor's own index: its packages and a few dependencies, not PyPI
 
 
 class IndexStatus(TextEnum):

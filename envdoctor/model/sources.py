@@ -255,6 +255,7 @@ class UvRoute:
     package: str
     index: str
     origin: str
+    marker: str | None = None  # the entry's environment marker ("sys_platform == 'darwin'"), as written
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,12 @@
-"""What a bug report adds to a check, as torch's collect_env prints it: the distribution, the C
-library, compilers and build tools, and the torch/NumPy/Triton/nvidia-* packages installed.
+"""The environment the examined interpreter runs in: the variables that steer CUDA and torch
+(CUDA_VISIBLE_DEVICES, CUDA_LAUNCH_BLOCKING, PYTORCH_CUDA_ALLOC_CONF, ...), and what a bug report
+adds, as torch's collect_env prints it: the distribution, the C library, compilers and build tools,
+and the torch/NumPy/Triton/nvidia-* packages installed.
 
-Collected only when asked (`envdoctor report`, `envdoctor snapshot`): `check` skips it, so it costs
-a check nothing and shows no area line.
+The variables are read on every check: a curated list of names (none of them holds a secret), from
+the environment envdoctor passes on to the interpreter it examines, so it costs microseconds. The
+rest runs programs and a child, and is collected only when asked (`envdoctor report`, `envdoctor
+snapshot`).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envdoctor.host.base import Host
-from envdoctor.probes.base import NotApplicable, ProbeContext, ProbeSpec
+from envdoctor.probes.base import ProbeContext, ProbeSpec
 
 _TOOL_TIMEOUT = 5.0
 _CHILD_TIMEOUT = 20.0
@@ -39,6 +43,33 @@ class InstalledPackage:
     version: str
 
 
+# The variables CUDA and torch read that change what a check finds or how fast work runs; their
+# values are settings, never credentials, so they are recorded as set. Any name added here must be
+# one whose value cannot hold a secret.
+STEERING_VARIABLES = (
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "CUDA_LAUNCH_BLOCKING",
+    "CUDA_MODULE_LOADING",
+    "PYTORCH_CUDA_ALLOC_CONF",
+    "PYTORCH_ALLOC_CONF",
+    "PYTORCH_HIP_ALLOC_CONF",
+    "PYTORCH_NO_CUDA_MEMORY_CACHING",
+    "PYTORCH_NVML_BASED_CUDA_CHECK",
+    "TORCH_USE_CUDA_DSA",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+)
+# A value longer than this is cut: no setting of these is anywhere near it.
+_VALUE_MAX = 512
+
+
+@dataclass(frozen=True)
+class Variable:
+    name: str
+    value: str
+
+
 @dataclass(frozen=True)
 class EnvironmentFacts:
     distribution: str | None = None  # "Ubuntu 22.04.4 LTS" (/etc/os-release PRETTY_NAME)
@@ -46,6 +77,17 @@ class EnvironmentFacts:
     tools: tuple[Tool, ...] = ()
     packages: tuple[InstalledPackage, ...] = ()
     errors: tuple[str, ...] = ()
+    # The STEERING_VARIABLES that are set (an empty value counts: CUDA_VISIBLE_DEVICES= hides every
+    # GPU). variables_read False: a snapshot from before the probe read them, so "not set" is unknown.
+    variables: tuple[Variable, ...] = ()
+    variables_read: bool = False
+
+    def variable(self, name: str) -> str | None:
+        """The value of `name`; None when it is not set (or was not read)."""
+        for variable in self.variables:
+            if variable.name == name:
+                return variable.value
+        return None
 
     def package(self, name: str) -> str | None:
         for package in self.packages:
@@ -108,10 +150,18 @@ def _packages(ctx: ProbeContext, errors: list[str]) -> tuple[str | None, tuple[I
     return libc, packages
 
 
+def read_variables(env: Mapping[str, str]) -> tuple[Variable, ...]:
+    """The steering variables that are set, in STEERING_VARIABLES order."""
+    return tuple(
+        Variable(name, env[name][:_VALUE_MAX]) for name in STEERING_VARIABLES if env.get(name) is not None
+    )
+
+
 def collect(ctx: ProbeContext) -> EnvironmentFacts:
-    if not ctx.options.details:
-        raise NotApplicable("collected for `envdoctor report` and `envdoctor snapshot` only")
     host = ctx.host
+    variables = read_variables(host.env)
+    if not ctx.options.details:  # a check: the variables only, no program and no child
+        return EnvironmentFacts(variables=variables, variables_read=True)
     errors: list[str] = []
     system = host.platform().system
     distribution = _distribution(host, errors) if system == "Linux" else None
@@ -123,24 +173,36 @@ def collect(ctx: ProbeContext) -> EnvironmentFacts:
         tools=tuple(_tool(host, name, argv) for name, argv in tools),
         packages=packages,
         errors=tuple(errors),
+        variables=variables,
+        variables_read=True,
     )
 
 
+def _shown(value: str) -> str:
+    return repr(value) if value == "" or value != value.strip() else value
+
+
 def describe(facts: EnvironmentFacts) -> str:
-    parts = [p for p in (facts.distribution, facts.libc) if p]
+    parts = []
+    if facts.variables:
+        parts.append(", ".join(f"{v.name}={_shown(v.value)}" for v in facts.variables))
+    details = bool(facts.distribution or facts.libc or facts.tools or facts.packages)
+    parts += [p for p in (facts.distribution, facts.libc) if p]
     found = [t.name for t in facts.tools if t.version]
     if found:
         parts.append("tools: " + ", ".join(found))
-    parts.append(f"{len(facts.packages)} torch-related package(s)")
+    if details:
+        parts.append(f"{len(facts.packages)} torch-related package(s)")
+    if not parts:
+        return "no variable that steers CUDA or torch is set"
     return "; ".join(parts)
 
 
 PROBE = ProbeSpec(
     name="environment",
-    title="Environment details",
+    title="Environment",
     facts_type=EnvironmentFacts,
     collect=collect,
     describe=describe,
     timeout=30.0,
-    on_request=True,
 )

@@ -175,7 +175,10 @@ def uv_routes(host: Host, uv: UvConfig | None) -> tuple[UvRoute, ...]:
     for package, value in raw.items():
         for entry in value if isinstance(value, list) else [value]:
             if isinstance(entry, dict) and isinstance(entry.get("index"), str):
-                found.append(UvRoute(str(package), entry["index"], path))
+                marker = entry.get("marker")
+                found.append(
+                    UvRoute(str(package), entry["index"], path, marker if isinstance(marker, str) else None)
+                )
     return tuple(dict.fromkeys(found))
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from envdoctor.rules import (
     envdoctor,
+    environment,
     expectations,
     fleet,
     gpu_vendors,
@@ -32,6 +33,7 @@ RULES: tuple[Rule, ...] = tuple(
             *fleet.RULES,
             *envdoctor.RULES,
             *gpu_vendors.RULES,
+            *environment.RULES,
         ),
         key=lambda rule: rule.code,
     )

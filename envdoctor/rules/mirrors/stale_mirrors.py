@@ -9,9 +9,11 @@ from dataclasses import dataclass
 
 from envdoctor.knowledge import mirrors
 from envdoctor.knowledge.mirrors import IndexStatus, KnownIndex
+from envdoctor.knowledge.signatures import ErrorEvidence
 from envdoctor.model.findings import Fix, Severity
 from envdoctor.model.sources import MirrorFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
+from envdoctor.rules.mirrors import pasted
 from envdoctor.rules.mirrors.config_edits import origin_line, pip_edit_fix
 from envdoctor.rules.mirrors.urls import channel_name
 
@@ -134,7 +136,9 @@ def _missing_channel_hit(item: _Configured, known: KnownIndex, missing: tuple[st
     doc=RuleDoc(
         what="Every index, find-links, channel, custom channel and channel_alias that pip, conda "
         "and uv use, against the knowledge base's mirror status (stale or dropped, with source) "
-        "and the channels a working conda mirror does not carry (USTC's has no pytorch channel).",
+        "and the channels a working conda mirror does not carry (USTC's has no pytorch channel); "
+        "under `envdoctor why`, also the indexes of a pasted pip command and pip's \"Looking in "
+        'indexes" line.',
         why='A stale mirror silently offers older releases or none at all ("Could not find a '
         'version that satisfies the requirement"); a dropped one fails with connection errors '
         "that look like network trouble.",
@@ -147,6 +151,7 @@ def _missing_channel_hit(item: _Configured, known: KnownIndex, missing: tuple[st
 def stale_or_dropped_mirror(ctx: RuleContext) -> Iterator[Hit]:
     facts = ctx.need(MirrorFacts)
     seen: set[tuple[str, str]] = set()
+    yield from _pasted_mirrors(ctx)
     for item in configured_urls(facts):
         known = mirrors.recognise(item.url)
         if known is None or (item.url, item.origin) in seen:
@@ -160,3 +165,32 @@ def stale_or_dropped_mirror(ctx: RuleContext) -> Iterator[Hit]:
         else:
             continue
         seen.add((item.url, item.origin))
+
+
+def _pasted_mirrors(ctx: RuleContext) -> Iterator[Hit]:
+    """A stale or dropped index in a pasted pip/uv command (-i URL) or pip's "Looking in indexes"."""
+    evidence = ctx.get(ErrorEvidence)
+    urls: dict[str, str] = {}
+    for command in pasted.commands(evidence):
+        for url in command.sources:
+            urls.setdefault(url, f"the pasted command (“{command.line}”)")
+    for looked in pasted.looking_in(evidence):
+        for url in looked.indexes + looked.links:
+            urls.setdefault(url, f"pip's “{looked.line}”")
+    for url, where in urls.items():
+        known = mirrors.recognise(url)
+        if known is None or known.status not in (IndexStatus.STALE, IndexStatus.DROPPED):
+            continue
+        better = _replacement(known)
+        instead = f"{better.url} ({better.title})" if better is not None else "PyPI or a maintained mirror"
+        yield Hit(
+            title=f"the command uses {known.title}, which is {known.status}",
+            detail=f"{url} comes from {where}. {note_text(known.note)}",
+            evidence=(f"pasted index = {url}", f"mirror status: {known.status}"),
+            fixes=(
+                Fix(
+                    summary=f"Run the command with {instead} instead of {url} (or without -i, which "
+                    "uses PyPI), and remove the old URL wherever the command came from (a README, a script)"
+                ),
+            ),
+        )

@@ -13,14 +13,16 @@ from dataclasses import dataclass, replace
 from envdoctor.install import plan as install
 from envdoctor.install.commands import Command, command_text, resolve_mirror
 from envdoctor.knowledge.mirrors import IndexStatus, KnownIndex
+from envdoctor.knowledge.signatures import ErrorEvidence
 from envdoctor.model.findings import Fix, FixKind, Severity
 from envdoctor.model.sources import MirrorFacts
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.fixes import GET_STARTED, install_target, plan_commands
+from envdoctor.rules.mirrors import pasted
 from envdoctor.rules.mirrors.config_edits import origin_line, pip_edit_fix
-from envdoctor.rules.mirrors.urls import pypi_mirror, torch_index, variant_of
+from envdoctor.rules.mirrors.urls import pypi_mirror, torch_index, variant_of, without_credentials
 
 PIP_FINDING_PACKAGES = "https://pip.pypa.io/en/stable/cli/pip_install/#finding-packages"
 
@@ -93,6 +95,8 @@ def _default_indexes(facts: MirrorFacts) -> Iterator[_DefaultIndex]:
     severity=Severity.WARNING,
     summary="a PyPI mirror is the index on Windows/macOS while a CUDA build is wanted",
     needs=(MirrorFacts,),
+    # A mirror named by a variable is ED508's: the variable, not a file, is what to change.
+    consequence_of=("ED508",),
     doc=RuleDoc(
         what="On Windows and macOS, whether pip's index-url or uv's default index is a known PyPI "
         "mirror (TUNA, USTC, Aliyun, ...) with no PyTorch wheel index configured beside it, while "
@@ -112,6 +116,7 @@ def pypi_mirror_gives_cpu_torch(ctx: RuleContext) -> Iterator[Hit]:
         return
     facts = ctx.need(MirrorFacts)
     system = "Windows" if ctx.platform.os == "windows" else "macOS"
+    yield from _pasted_mirror_commands(ctx, system)
     for default in _default_indexes(facts):
         if any(torch_index(url) for url in default.others):
             continue  # a PyTorch index is configured too: ED502 explains how they mix
@@ -142,6 +147,31 @@ def pypi_mirror_gives_cpu_torch(ctx: RuleContext) -> Iterator[Hit]:
         )
 
 
+def _pasted_mirror_commands(ctx: RuleContext, system: str) -> Iterator[Hit]:
+    """A pasted pip command whose -i/--index-url is a PyPI mirror, with no PyTorch index beside it."""
+    for command in pasted.commands(ctx.get(ErrorEvidence)):
+        if command.tool != "pip" or command.index_url is None:
+            continue
+        mirror = pypi_mirror(command.index_url)
+        if mirror is None or any(torch_index(u) for u in command.sources):
+            continue
+        fixes = _plan_fixes(
+            ctx,
+            "Install torch from a PyTorch CUDA index for this one command (the mirror stays for the rest)",
+            command.index_url,
+        )
+        yield Hit(
+            title=f"the pip command installs torch from {mirror.title}: on {system} it offers only CPU "
+            "builds",
+            detail=f"“{command.line}” takes torch from {command.index_url}. PyPI, and every mirror of it, "
+            f"carries only CPU-only torch wheels for {system}; CUDA builds are published only on PyTorch's "
+            "per-variant indexes (download.pytorch.org/whl/cuXXX) and mirrors of those.",
+            evidence=(f"pasted command: {command.line}", f"platform = {ctx.platform.os}", "CUDA wanted"),
+            fixes=tuple(fixes),
+        )
+        return
+
+
 # ED502: a PyTorch index only as an extra index next to PyPI or a mirror (pip)
 
 
@@ -151,9 +181,14 @@ def pypi_mirror_gives_cpu_torch(ctx: RuleContext) -> Iterator[Hit]:
     severity=Severity.WARNING,
     summary="a PyTorch wheel index is only an extra index or find-links next to PyPI or a mirror",
     needs=(MirrorFacts,),
+    # A CPU index in PIP_EXTRA_INDEX_URL is ED508's finding: the variable is the cause.
+    consequence_of=("ED508",),
     doc=RuleDoc(
         what="Whether pip's effective extra-index-url or find-links holds a PyTorch wheel index "
-        "(official or a mirror) while the index-url is PyPI, a mirror or another index.",
+        "(official or a mirror) while the index-url is PyPI, a mirror or another index; under "
+        "`envdoctor why`, the same in the pasted pip command, and a uv command that ranks another "
+        "index above PyTorch's (--extra-index-url beside --index-url, or --index with the default "
+        "index left as fallback).",
         why="pip has no index priority: the highest version from any source wins, and the "
         "source is not part of the ranking. Same version: the +cuXXX/+cpu wheel outranks the "
         "plain one. Newer plain version elsewhere: that one wins, which is how CPU-only or "
@@ -166,6 +201,7 @@ def pypi_mirror_gives_cpu_torch(ctx: RuleContext) -> Iterator[Hit]:
 )
 def pytorch_index_as_extra_index(ctx: RuleContext) -> Iterator[Hit]:
     facts = ctx.need(MirrorFacts)
+    yield from _pasted_commands(ctx)
     pip = facts.pip
     if pip.flag("no-index"):
         return
@@ -233,3 +269,86 @@ def _pin_variant(command: Command, plan: install.InstallPlan) -> Command:
         return command
     pinned = f"torch=={plan.torch}"
     return replace(command, argv=tuple(f"{a}+{plan.variant}" if a == pinned else a for a in command.argv))
+
+
+def _pinned_fix(ctx: RuleContext, summary: str) -> Fix | None:
+    """The planner's command with the PyTorch index as --index-url and torch pinned by its label."""
+    plan = install.plan(install_target(ctx))
+    if not (plan.possible and plan.variant and plan.torch):
+        return None
+    pinned = tuple(command_text(_pin_variant(c, plan), ctx.platform.os) for c in plan.commands)
+    return Fix(
+        summary=f"{summary}: {plan.reason}", commands=pinned, link=PIP_FINDING_PACKAGES, kind=FixKind.INSTALL
+    )
+
+
+def _pasted_commands(ctx: RuleContext) -> Iterator[Hit]:
+    """The pasted pip/uv install commands that make PyTorch's index one source among several."""
+    seen: set[str] = set()
+    for command in pasted.commands(ctx.get(ErrorEvidence)):
+        hit = _pip_command_hit(ctx, command) if command.tool == "pip" else _uv_command_hit(ctx, command)
+        if hit is not None and hit.title not in seen:
+            seen.add(hit.title)
+            yield hit
+
+
+def _pip_command_hit(ctx: RuleContext, command: pasted.PastedCommand) -> Hit | None:
+    if command.index_url is not None and torch_index(command.index_url) is not None:
+        return None
+    extra = [u for u in command.extra_index_urls if torch_index(u) is not None]
+    links = [u for u in command.find_links if torch_index(u) is not None]
+    if not extra and not links:
+        return None
+    option = "--extra-index-url" if extra else "-f/--find-links"
+    urls = ", ".join(without_credentials(u) for u in extra + links)
+    main = without_credentials(command.index_url) if command.index_url else "PyPI (pip's default index)"
+    fixes = [
+        fix
+        for fix in (
+            _pinned_fix(ctx, "Give the PyTorch index as --index-url and pin the variant by its local label"),
+        )
+        if fix is not None
+    ] or [Fix(summary="Give the PyTorch index as --index-url, not as " + option, link=PIP_FINDING_PACKAGES)]
+    return Hit(
+        title=f"the pip command gives a PyTorch index only as {option}, next to {main}",
+        detail=f"“{command.line}”: {urls} is one more source beside {main}. pip has no index priority: it "
+        "installs the highest version found anywhere, so a plain (CPU-only on Windows and macOS, default "
+        "CUDA on Linux) build from the other index, or another CUDA variant, wins whenever it sorts "
+        "higher or the PyTorch index lacks the version asked for.",
+        evidence=(f"pasted command: {command.line}",),
+        fixes=tuple(fixes),
+    )
+
+
+def _uv_command_hit(ctx: RuleContext, command: pasted.PastedCommand) -> Hit | None:
+    default = command.index_url
+    ranked = list(command.indexes) + list(command.extra_index_urls)
+    torch_ranked = [u for u in ranked if torch_index(u) is not None]
+    others = [u for u in ranked if torch_index(u) is None]
+    if default is not None and torch_index(default) is not None and others:
+        why = (
+            f"uv ranks {', '.join(without_credentials(u) for u in others)} (--extra-index-url/--index) "
+            f"above the default index {without_credentials(default)}, so torch comes from that other index "
+            "whenever it has torch at all"
+        )
+    elif torch_ranked and default is None:
+        why = (
+            f"{', '.join(without_credentials(u) for u in torch_ranked)} comes first, but the default "
+            "index stays behind it: a version or package the PyTorch index lacks is taken from there "
+            "without an error (the wrong backend)"
+        )
+    else:
+        return None
+    return Hit(
+        title="the uv command ranks another index above or beside PyTorch's",
+        detail=f"“{command.line}”: {why}.",
+        evidence=(f"pasted command: {command.line}",),
+        fixes=(
+            Fix(
+                summary="Make PyTorch's index the only one for the torch step (--default-index with no "
+                "--extra-index-url, or an explicit = true index routed by [tool.uv.sources]), or use "
+                "--torch-backend=auto, so that a missing build fails loudly",
+                link="https://docs.astral.sh/uv/guides/integration/pytorch/",
+            ),
+        ),
+    )

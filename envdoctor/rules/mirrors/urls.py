@@ -8,6 +8,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from envdoctor.knowledge import mirrors
 from envdoctor.knowledge.mirrors import IndexKind, KnownIndex
+from envdoctor.util.lazy_re import Lazy
 from envdoctor.util.redact import has_secret, redact_text
 
 
@@ -60,3 +61,43 @@ def channel_name(channel: str) -> str:
     if "://" in text:
         return text.rsplit("/", 1)[-1]
     return text.split("/", 1)[0]
+
+
+_VARIANT_SEGMENT = Lazy(r"cpu|cu\d{2,3}|rocm\d[\d.]*|xpu")
+
+
+def wheel_variant(url: str) -> str | None:
+    """The variant of a PyTorch-style per-variant index on any host: "cpu" from a wheel cache's
+    http://cache:8080/whl/cpu/ as from download.pytorch.org/whl/cpu (the path after a /whl/
+    segment, nightly/ and test/ skipped); None for other URLs."""
+    path = _key(url).split("/", 1)[-1] if "/" in _key(url) else ""
+    segments = [s for s in path.split("/") if s]
+    if "whl" not in segments:
+        return None
+    rest = segments[segments.index("whl") + 1 :]
+    while rest and rest[0] in ("nightly", "test"):
+        rest = rest[1:]
+    return rest[0] if rest and _VARIANT_SEGMENT.fullmatch(rest[0]) else None
+
+
+def is_variantless_torch_index(url: str) -> bool:
+    """A PyTorch wheel index (or a mirror of one) named without a variant: the root /whl listing or
+    a torch_stable.html page that lists every variant, where pip picks among them by version."""
+    index = torch_index(url)
+    if index is None:
+        return False
+    rest = _key(url)[len(_key(index.url)) :].strip("/")
+    segments = [s for s in rest.split("/") if s]
+    while segments and segments[0] in ("nightly", "test"):
+        segments = segments[1:]
+    if not segments:
+        return True
+    if segments[-1] == "torch_stable.html" or segments[-1] == "torch_nightly.html":
+        return len(segments) == 1
+    return segments[0] in ("torch", "torchvision", "torchaudio")
+
+
+def vendor_index(url: str) -> KnownIndex | None:
+    """A vendor's own index (AWS Neuron, AMD's nightlies): its packages, not PyPI's."""
+    found = mirrors.recognise(url)
+    return found if found is not None and found.kind == IndexKind.VENDOR else None

@@ -10,10 +10,11 @@ from envdoctor.rules.torch import (
     environment,
     gpu,
     install,
+    interpreter,
     numpy_bridge,
     retired_gpu,
 )
 
 RULES: tuple[Rule, ...] = rules_in(
-    install, environment, build, companions, gpu, numpy_bridge, retired_gpu, compile
+    install, environment, interpreter, build, companions, gpu, numpy_bridge, retired_gpu, compile
 )
