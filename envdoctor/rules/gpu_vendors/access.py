@@ -12,6 +12,7 @@ from envdoctor.probes.system import SystemFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 
 GROUPS_GUIDE = "https://rocm.docs.amd.com/projects/install-on-linux/en/latest/install/prerequisites.html"
+INTEL_GUIDE = "https://dgpu-docs.intel.com/driver/client/overview.html"
 # A udev rule per device file (ROCT-Thunk-Interface #36): the group may open it read-write.
 _UDEV = {
     "kfd": 'KERNEL=="kfd", GROUP="render", MODE="0660"',
@@ -67,9 +68,12 @@ def gpu_device_files_not_usable(ctx: RuleContext) -> Iterator[Hit]:
         return
     groups = facts.user_groups
     container = _container(ctx)
-    wanted = sorted({n.group for n in nodes if n.group and n.group not in ("root", "UNKNOWN")} | {"render"})
-    if any(n.path == KFD_DEVICE for n in nodes) or "video" in wanted:
-        wanted = sorted(set(wanted) | {"video"})
+    guide = GROUPS_GUIDE if facts.amd else INTEL_GUIDE
+    # render owns the files on current distributions, video on older ones; AMD's and Intel's guides
+    # both add the user to the two.
+    wanted = sorted(
+        {n.group for n in nodes if n.group and n.group not in ("root", "UNKNOWN")} | {"render", "video"}
+    )
     fixes: list[Fix] = []
     shut = [n for n in nodes if _group_shut(n)]
     if container:
@@ -79,7 +83,7 @@ def gpu_device_files_not_usable(ctx: RuleContext) -> Iterator[Hit]:
                 summary=f"In this {container} container the process lacks the groups that may open the GPU: "
                 "start it with the host's group ids added (the names need not exist in the image)",
                 commands=(f"docker run --device=/dev/kfd --device=/dev/dri {adds} IMAGE",),
-                link=GROUPS_GUIDE,
+                link=guide,
             )
         )
     else:
@@ -88,7 +92,7 @@ def gpu_device_files_not_usable(ctx: RuleContext) -> Iterator[Hit]:
                 summary=f"Add your user to the {' and '.join(wanted)} group{'s' if len(wanted) > 1 else ''}, "
                 "then log out and in again (an SSH session or service gets no desktop seat's access)",
                 commands=(f'sudo usermod -aG {",".join(wanted)} "$USER"',),
-                link=GROUPS_GUIDE,
+                link=guide,
             )
         )
     if shut:
@@ -102,7 +106,7 @@ def gpu_device_files_not_usable(ctx: RuleContext) -> Iterator[Hit]:
                     f"echo '{chr(10).join(rules)}' | sudo tee /etc/udev/rules.d/70-gpu-compute.rules",
                     "sudo udevadm control --reload-rules && sudo udevadm trigger",
                 ),
-                link=GROUPS_GUIDE,
+                link=guide,
             )
         )
     described = [f"{n.path} ({n.mode} {n.owner}:{n.group})" if n.mode else n.path for n in nodes]

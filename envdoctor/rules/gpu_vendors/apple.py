@@ -22,6 +22,7 @@ from envdoctor.rules.fixes import install_target, plan_fix, planned_fix
 
 MINIFORGE = "https://github.com/conda-forge/miniforge"
 MPS_NOTES = "https://docs.pytorch.org/docs/stable/notes/mps.html"
+MPS_COVERAGE = "https://github.com/pytorch/pytorch/issues/141287"
 MACOS_UPDATE = "https://support.apple.com/en-us/108382"
 INTEL_MAC_NOTICE = (
     "https://dev-discuss.pytorch.org/t/pytorch-macos-x86-builds-deprecation-starting-january-2024/1690"
@@ -85,13 +86,21 @@ def python_under_rosetta_on_apple_silicon(ctx: RuleContext) -> Iterator[Hit]:
     apple = _apple(ctx)
     torch = ctx.get(TorchFacts)
     chip = _chip(apple)
+    mps = torch.mps_available if torch is not None and torch.imported else None
     said = [
         f"{python.executable} is an {python.machine or 'x86_64'} (Intel) build, so macOS runs it through "
-        f"Rosetta on this {chip}: torch in it sees no Apple GPU (no MPS), and pip or uv look for "
-        "macosx x86_64 wheels, of which the last torch is 2.2.2."
+        f"Rosetta on this {chip}: pip and uv look for macosx x86_64 wheels, of which the last torch is "
+        "2.2.2, and every native library loads translated."
     ]
     if torch is not None and torch.installed and torch.version:
-        said.append(f"The torch there is {torch.version}, an x86_64 build that runs on the CPU only.")
+        state = (
+            "torch.backends.mps.is_available() is False there"
+            if mps is False
+            else "MPS answers there, but through the translation layer"
+            if mps
+            else "it did not import"
+        )
+        said.append(f"The torch there is {torch.version}, an x86_64 build: {state}.")
     if python.mac_version and python.mac_version.startswith("10.") and apple and apple.macos_version:
         said.append(
             f"It is told macOS {python.mac_version} (Apple's compatibility answer to old binaries) on "
@@ -121,7 +130,8 @@ def python_under_rosetta_on_apple_silicon(ctx: RuleContext) -> Iterator[Hit]:
     if found is not None:
         fixes.append(found)
     yield Hit(
-        title=f"Python runs as x86_64 under Rosetta on this {chip}: no MPS, and no torch newer than 2.2.2",
+        title=f"Python runs as x86_64 under Rosetta on this {chip}: no torch newer than 2.2.2"
+        + ("" if mps else ", and no MPS"),
         detail=" ".join(said),
         evidence=(
             f"platform.machine() = {python.machine or '?'} ({python.executable})",
@@ -370,10 +380,17 @@ def mps_op_not_implemented(ctx: RuleContext) -> Iterator[Hit]:
         )
     ]
     newest = releases()[-1].torch if releases() else None
+    found = None
     if version and newest and version.split("+", 1)[0] != newest:
         found = planned_fix(ctx, "Upgrade torch: newer releases implement more operators on MPS")
-        if found is not None:
-            fixes.append(found)
+    fixes.append(
+        found
+        or Fix(
+            summary=f"Use a torch release with an MPS kernel for {op}: newer releases implement more "
+            "operators (the tracking issue lists the missing ones)",
+            link=MPS_COVERAGE,
+        )
+    )
     yield Hit(
         title=f"{op} has no MPS kernel in {where}, and the CPU fallback is off",
         detail=detail,

@@ -22,7 +22,7 @@ from envdoctor.probes.gpu_vendors import (
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.env_edits import set_command, unset_command
-from envdoctor.rules.fixes import planned_fix
+from envdoctor.rules.fixes import GET_STARTED, planned_fix
 from envdoctor.rules.gpu_vendors.common import (
     build_arch,
     gpus_words,
@@ -76,6 +76,7 @@ def _override_fix(ctx: RuleContext, gfx: str, stand_in: str, value: str) -> Fix:
     severity=Severity.ERROR,
     summary="the ROCm build of torch has no kernels for the AMD GPU's gfx target",
     needs=(TorchFacts, GpuVendorFacts),
+    consequence_of=("ED151",),
     doc=RuleDoc(
         what="Each AMD GPU's gfx target (sysfs KFD topology, or rocminfo) against the gfx targets the "
         "installed ROCm build carries (torch.cuda.get_arch_list(), else PyTorch's build lists), "
@@ -276,13 +277,12 @@ def amd_gpu_without_rocm_torch(ctx: RuleContext) -> Iterator[Hit]:
 
 
 def _cuda_without_rocm_target(ctx: RuleContext, torch: TorchFacts, gpus: tuple[VendorGpu, ...]) -> Hit:
-    fixes: list[Fix] = []
     cpu = planned_fix(ctx, "Install the CPU build instead", want_cuda=False, torch=torch.public_version)
-    if cpu is not None:
-        fixes.append(cpu)
+    cpu = cpu or planned_fix(ctx, "Install the CPU build instead", want_cuda=False)
+    fixes = [cpu] if cpu is not None else [Fix(summary="Install torch's CPU build", link=GET_STARTED)]
     return Hit(
-        title=f"torch {torch.version} is a CUDA {torch.cuda} build, but this machine's GPU is an AMD "
-        f"{gpus_words(gpus)}",
+        title=f"torch {torch.version} is a CUDA {torch.cuda} build, but this machine's GPU is "
+        f"{gpus_words(gpus)} (AMD)",
         detail=f"torch {torch.version} serves NVIDIA GPUs only, and no PyTorch ROCm build serves "
         f"{gpus_words(gpus)}: CUDA calls fail ('Found no NVIDIA driver', 'CUDA driver version is "
         "insufficient') and the CPU build is the one that fits this machine.",

@@ -52,6 +52,8 @@ def intel_gpu_without_xpu_torch(ctx: RuleContext) -> Iterator[Hit]:
     variant = torch.variant or ""
     if not torch.imported or _xpu_build(torch) or torch.hip or not facts.xpu_gpus:
         return
+    if facts.ipex_version and "xpu" in facts.ipex_version:
+        return  # Intel Extension for PyTorch's xpu build brings torch.xpu to its own torch (ED158)
     if not (variant == "cpu" or variant.startswith("cu")) or nvidia_here(ctx) or known_gfx(facts):
         return  # CUDA or ROCm is the plan there (ED201, ED152)
     plan = vendor_plan(ctx, xpu=True)
@@ -149,9 +151,18 @@ def xpu_build_but_xpu_unavailable(ctx: RuleContext) -> Iterator[Hit]:
                 link=provenance.source[0] if provenance.source else XPU_GUIDE,
             )
         )
+        again = vendor_fix(
+            ctx,
+            "Reinstall torch from PyTorch's xpu index, which brings the oneAPI runtime wheels the xpu "
+            "build needs (a wheel installed without them, or from elsewhere, finds no device)",
+            vendor_plan(ctx, xpu=True),
+        )
+        if again is not None:
+            fixes.append(again)
         detail = (
             f"The {gpus_words(served)} is one torch.xpu serves, yet torch.xpu.is_available() is False: "
-            "Intel's GPU compute runtime (Level Zero) is missing, or this user cannot open /dev/dri."
+            "Intel's GPU compute runtime (Level Zero) is missing, this user cannot open /dev/dri, or "
+            "torch came without the oneAPI runtime wheels it needs."
         )
     elif facts is None:  # GPUs not listed here (Windows, or an older snapshot)
         detail = (
@@ -226,7 +237,11 @@ def ipex_oneapi_release_mismatch(ctx: RuleContext) -> Iterator[Hit]:
         mismatch = False
     if not mismatch or ctx.platform.os != "linux":
         return
-    ipex = facts.ipex_version or "intel_extension_for_pytorch"
+    ipex = (
+        f"intel_extension_for_pytorch {facts.ipex_version}"
+        if facts.ipex_version
+        else "intel_extension_for_pytorch"
+    )
     wanted = need.oneapi if need is not None else None
     detail = f"{ipex} was built against "
     detail += f"oneAPI Base Toolkit {wanted}" if wanted else "another oneAPI Base Toolkit release"
@@ -239,7 +254,8 @@ def ipex_oneapi_release_mismatch(ctx: RuleContext) -> Iterator[Hit]:
         Fix(
             summary=(
                 f"Install the oneAPI Base Toolkit {wanted} beside the one you have (Intel's offline "
-                "installer, or its apt/yum repository) and source its setvars.sh before Python starts"
+                "installer, or its apt/yum repository) and source its setvars.sh before Python starts (with "
+                "several releases installed, setvars.sh --config names the one to use)"
                 if wanted
                 else "Install the oneAPI Base Toolkit release your IPEX wheel was built for and source its "
                 "setvars.sh before Python starts"
