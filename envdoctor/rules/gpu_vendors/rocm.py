@@ -359,7 +359,7 @@ def rocm_build_but_gpu_unavailable(ctx: RuleContext) -> Iterator[Hit]:
                 link=ROCM_INSTALL,
             )
         )
-    said = "; ".join(w.splitlines()[0] for w in torch.warnings if w.strip())
+    said = "; ".join(w.splitlines()[0].rstrip(".") for w in torch.warnings if w.strip())
     yield Hit(
         title=f"torch {torch.version} is a ROCm build but cannot use the AMD GPU",
         detail=f"sysfs shows {gpus_words(facts.amd)}, yet torch.cuda.is_available() is False"

@@ -188,7 +188,7 @@ def xpu_build_but_xpu_unavailable(ctx: RuleContext) -> Iterator[Hit]:
         cpu = planned_fix(ctx, "Install the CPU build", want_cuda=False)
         if cpu is not None:
             fixes.append(cpu)
-    said = "; ".join(w.splitlines()[0] for w in torch.warnings if w.strip())
+    said = "; ".join(w.splitlines()[0].rstrip(".") for w in torch.warnings if w.strip())
     yield Hit(
         title=f"torch {torch.version} is an xpu build, but torch.xpu.is_available() is False",
         detail=detail + (f" torch said: {said}." if said else ""),
