@@ -24,9 +24,7 @@ MINIFORGE = "https://github.com/conda-forge/miniforge"
 MPS_NOTES = "https://docs.pytorch.org/docs/stable/notes/mps.html"
 MPS_COVERAGE = "https://github.com/pytorch/pytorch/issues/141287"
 MACOS_UPDATE = "https://support.apple.com/en-us/108382"
-INTEL_MAC_NOTICE = (
-    "https://dev-discuss.pytorch.org/t/pytorch-macos-x86-builds-deprecation-starting-january-2024/1690"
-)
+INTEL_MAC_NOTICE = "https://github.com/pytorch/pytorch/issues/127870"
 X86 = ("x86_64", "i386")
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from envdoctor.knowledge import gpu_vendors as known
+from envdoctor.knowledge import oneapi
 from envdoctor.knowledge.signatures import ErrorEvidence
 from envdoctor.model.findings import Fix, Severity
 from envdoctor.probes.gpu_vendors import GpuVendorFacts, VendorGpu
@@ -226,13 +227,13 @@ def ipex_oneapi_release_mismatch(ctx: RuleContext) -> Iterator[Hit]:
     evidence = ctx.get(ErrorEvidence)
     said = evidence.get("oneapi-library-missing") if evidence is not None else None
     installed = facts.oneapi_versions
-    need = known.ipex_oneapi(facts.ipex_version) if facts.ipex_version else None
-    if need is not None and installed and not any(known.oneapi_matches(v, need.oneapi) for v in installed):
+    need = oneapi.ipex_oneapi(facts.ipex_version) if facts.ipex_version else None
+    if need is not None and installed and not any(oneapi.oneapi_matches(v, need.oneapi) for v in installed):
         mismatch = True
     elif said is not None:
         mismatch = True
         library = said.group("library") or ""
-        need = need or known.library_oneapi(library)
+        need = need or oneapi.library_oneapi(library)
     else:
         mismatch = False
     if not mismatch or ctx.platform.os != "linux":
