@@ -376,3 +376,15 @@ def test_garbage_from_sysctl_gives_no_version() -> None:
     machine.command((SYSCTL, *gpu_vendors.SYSCTL_NAMES), "kern.osproductversion: fifteen\n")
     apple = _collect(machine).apple
     assert apple is not None and apple.macos_version is None and apple.apple_silicon is False
+
+
+def test_without_a_working_target_the_environment_is_not_listed() -> None:
+    from envdoctor.model.findings import Interpreter
+    from envdoctor.probes.base import ProbeContext
+    from envdoctor.target import Target
+
+    machine = _machine()
+    machine.file(gpu_vendors.DXG).file(gpu_vendors.SYSTEM_HSA_RUNTIME)
+    nobody = Target(Interpreter("/gone/bin/python", "given with --python"))  # never asked: no info
+    facts = gpu_vendors.collect(ProbeContext(host=machine.host, target=nobody))
+    assert facts.torch_hsa_runtime is None and facts.system_hsa_runtime is True

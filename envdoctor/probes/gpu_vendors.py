@@ -21,6 +21,7 @@ from envdoctor.host.ending import ending_of_result
 from envdoctor.knowledge import gpu_vendors as known
 from envdoctor.model.types import TextEnum
 from envdoctor.probes.base import NotApplicable, ProbeContext, ProbeSpec
+from envdoctor.target import TargetError
 from envdoctor.util.limits import small_int
 
 DRM = "/sys/class/drm"
@@ -369,7 +370,12 @@ def _device_nodes(
 
 
 def _site_packages(ctx: ProbeContext) -> str | None:
-    info = ctx.target.info
+    """The examined environment's site-packages; None where the interpreter could not say (the
+    install path's detection may run before, or without, a working target)."""
+    try:
+        info = ctx.target.info
+    except TargetError:
+        return None
     return f"{info.prefix}/lib/python{info.minor}/site-packages" if info.prefix else None
 
 
