@@ -149,8 +149,9 @@ def test_an_x86_64_python_on_apple_silicon_is_rosetta_and_folds_the_intel_mac_fi
     finding = found["ED140"]
     assert "Apple M2 Pro" in finding.title and "no MPS" in finding.title
     assert "macOS 10.16" in finding.detail and "is_available() is False" in finding.detail
-    native = finding.fixes[1]
-    assert native.commands == ("python -m pip install torch==2.13.0 torchvision==0.28.0",)
+    (native,) = finding.fixes  # one fix: the new Python, then torch installed with it
+    assert native.commands[-1] == "python -m pip install torch==2.13.0 torchvision==0.28.0"
+    assert "platform.machine()" in native.commands[0] and native.kind.value == "manual"
     assert "ED142" not in found or found["ED142"].folded_under == "ED140"
 
 

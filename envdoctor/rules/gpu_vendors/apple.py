@@ -18,7 +18,7 @@ from envdoctor.probes.python_env import PythonFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.env_edits import set_command
-from envdoctor.rules.fixes import install_target, plan_fix, planned_fix
+from envdoctor.rules.fixes import install_target, plan_commands, planned_fix
 
 MINIFORGE = "https://github.com/conda-forge/miniforge"
 MPS_NOTES = "https://docs.pytorch.org/docs/stable/notes/mps.html"
@@ -107,15 +107,6 @@ def python_under_rosetta_on_apple_silicon(ctx: RuleContext) -> Iterator[Hit]:
         )
     if python.is_conda:
         said.append("A conda installed from the Intel (x86_64) installer makes every environment x86_64.")
-    fixes = [
-        Fix(
-            summary="Install a native arm64 Python (Miniforge3-MacOSX-arm64, python.org's universal2 "
-            "installer, or Homebrew's in /opt/homebrew), recreate the environment with it, and check "
-            "that it prints arm64",
-            commands=('python -c "import platform; print(platform.machine())"',),
-            link=MINIFORGE,
-        )
-    ]
     native = install.plan(
         replace(
             install_target(ctx),
@@ -124,9 +115,16 @@ def python_under_rosetta_on_apple_silicon(ctx: RuleContext) -> Iterator[Hit]:
             installed_torch=None,
         )
     )
-    found = plan_fix(ctx, native, "Then install torch in the new environment (with its python active)")
-    if found is not None:
-        fixes.append(found)
+    then = f", and install torch there with its python active: {native.reason}" if native.possible else ""
+    fixes = (
+        Fix(
+            summary="Install a native arm64 Python (Miniforge3-MacOSX-arm64, python.org's universal2 "
+            "installer, or Homebrew's in /opt/homebrew), recreate the environment with it, check that it "
+            f"prints arm64{then}",
+            commands=('python -c "import platform; print(platform.machine())"', *plan_commands(ctx, native)),
+            link=MINIFORGE,
+        ),
+    )
     yield Hit(
         title=f"Python runs as x86_64 under Rosetta on this {chip}: no torch newer than 2.2.2"
         + ("" if mps else ", and no MPS"),
@@ -137,7 +135,7 @@ def python_under_rosetta_on_apple_silicon(ctx: RuleContext) -> Iterator[Hit]:
             if apple is not None and apple.apple_silicon
             else f"envdoctor runs as {ctx.platform.machine}",
         ),
-        fixes=tuple(fixes),
+        fixes=fixes,
     )
 
 

@@ -389,35 +389,22 @@ def _torch_lib(torch: TorchFacts) -> str:
 def _wsl_hit(ctx: RuleContext, torch: TorchFacts, facts: GpuVendorFacts) -> Hit:
     bundled = facts.torch_hsa_runtime or ()
     lib = _torch_lib(torch)
-    fixes: list[Fix] = []
+    steps: list[str] = []
+    words = []
     if not facts.system_hsa_runtime:
-        fixes.append(
-            Fix(
-                summary="Install AMD's ROCm for WSL (the Adrenalin driver on Windows, then in WSL "
-                "amdgpu-install with the wsl and rocm use cases, no DKMS)",
-                commands=("sudo amdgpu-install -y --usecase=wsl,rocm --no-dkms",),
-                link=ROCM_WSL,
-            )
+        words.append(
+            "install AMD's ROCm for WSL (the Adrenalin driver on Windows, then amdgpu-install in WSL)"
         )
-    fixes.append(
-        Fix(
-            summary="Install AMD's WSL builds of torch (repo.radeon.com, as AMD's WSL guide lists them for "
-            "your ROCm release) in place of PyTorch's, whose bundled HSA runtime cannot reach WSL's GPU",
-            link=ROCM_WSL,
-        )
+        steps.append("sudo amdgpu-install -y --usecase=wsl,rocm --no-dkms")
+    words.append(
+        "install AMD's WSL builds of torch (repo.radeon.com, as AMD's WSL guide lists them for your ROCm "
+        "release) in place of PyTorch's"
     )
     if bundled:
-        fixes.append(
-            Fix(
-                summary="Then make torch use the system's HSA runtime: remove the bundled "
-                f"{', '.join(bundled)} from torch's lib folder and copy /opt/rocm's in its place",
-                commands=(
-                    f"rm {lib}/libhsa-runtime64.so*",
-                    f"cp -L {SYSTEM_HSA_RUNTIME} {lib}/libhsa-runtime64.so",
-                ),
-                link=ROCM_WSL,
-            )
-        )
+        words.append(f"then replace the bundled {', '.join(bundled)} in torch's lib folder with /opt/rocm's")
+        steps += [f"rm {lib}/libhsa-runtime64.so*", f"cp -L {SYSTEM_HSA_RUNTIME} {lib}/libhsa-runtime64.so"]
+    text = "; ".join(words)
+    fixes = (Fix(summary=text[:1].upper() + text[1:], commands=tuple(steps), link=ROCM_WSL),)
     detail = (
         f"On WSL 2 the AMD GPU is reached through /dev/dxg and AMD's WSL HSA runtime; torch {torch.version} "
         "finds no GPU (hipErrorNoDevice)."
@@ -438,7 +425,7 @@ def _wsl_hit(ctx: RuleContext, torch: TorchFacts, facts: GpuVendorFacts) -> Hit:
             f"torch/lib: {', '.join(bundled) or 'no bundled libhsa-runtime64'}",
             f"{SYSTEM_HSA_RUNTIME}: {'present' if facts.system_hsa_runtime else 'missing'}",
         ),
-        fixes=tuple(fixes),
+        fixes=fixes,
     )
 
 
