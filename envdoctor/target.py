@@ -33,6 +33,13 @@ class PythonInfo:
     is_venv: bool
     is_conda: bool
     free_threaded: bool = False
+    # The interpreter's own CPU architecture (platform.machine() inside it): "x86_64" on an Apple
+    # Silicon Mac means it runs under Rosetta, whatever the machine is. "": older snapshots.
+    machine: str = ""
+    # macOS only: the version this interpreter is told (platform.mac_ver()). A binary built with an
+    # old SDK is told "10.16" on macOS 11 and later (Apple's compatibility shim), and so is torch
+    # inside it. None elsewhere, and in older snapshots.
+    mac_version: str | None = None
 
     @property
     def minor(self) -> str:

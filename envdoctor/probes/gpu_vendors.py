@@ -1,9 +1,14 @@
-"""AMD and Intel GPUs: the display devices in /sys/class/drm, each AMD GPU's gfx target (the KFD
-topology, rocminfo as a fallback) and HSA_OVERRIDE_GFX_VERSION. NVIDIA GPUs are the NVML probe's.
+"""AMD, Intel and Apple GPUs. On Linux: the display devices in /sys/class/drm, each AMD GPU's gfx
+target (the KFD topology, rocminfo as a fallback), the variables that steer ROCm
+(HSA_OVERRIDE_GFX_VERSION, HIP_VISIBLE_DEVICES), whether this user may open the GPU's device files,
+and what WSL's and Intel's GPU stacks need (the HSA runtime bundled in torch, the oneAPI releases
+installed). On macOS: the Mac's chip, its macOS version and PYTORCH_ENABLE_MPS_FALLBACK. NVIDIA
+GPUs are the NVML probe's.
 
-Fast by design: a few sysfs reads; a program runs only when an AMD GPU is there whose gfx target
-the KFD topology does not give, and then bounded. A tool that hangs, fails or prints garbage, and
-sysfs entries that cannot be read, become facts.
+Fast by design: a few sysfs reads; programs run only where there is something to ask (rocminfo for
+an AMD GPU whose gfx target the KFD topology does not give; `test` for each AMD/Intel device file;
+one `sysctl` on a Mac), each bounded. A tool that hangs, fails or prints garbage, and sysfs entries
+that cannot be read, become facts.
 """
 
 from __future__ import annotations
@@ -16,18 +21,32 @@ from envdoctor.host.ending import ending_of_result
 from envdoctor.knowledge import gpu_vendors as known
 from envdoctor.model.types import TextEnum
 from envdoctor.probes.base import NotApplicable, ProbeContext, ProbeSpec
+from envdoctor.target import TargetError
 from envdoctor.util.limits import small_int
 
 DRM = "/sys/class/drm"
 KFD_NODES = "/sys/class/kfd/kfd/topology/nodes"
 KFD_DEVICE = "/dev/kfd"
 ROCM_VERSION_FILE = "/opt/rocm/.info/version"
+DXG = "/dev/dxg"  # WSL 2's GPU paravirtualisation device
+SYSTEM_HSA_RUNTIME = "/opt/rocm/lib/libhsa-runtime64.so.1"  # AMD's WSL runtime installs it here
+ONEAPI_ROOT = "/opt/intel/oneapi"
+IPEX_DIST = "intel_extension_for_pytorch"
 AMD_VENDOR = "0x1002"
 INTEL_VENDOR = "0x8086"
 NVIDIA_VENDOR = "0x10de"  # the NVML probe's
 OVERRIDE_VARIABLE = "HSA_OVERRIDE_GFX_VERSION"
+HIP_VISIBLE = "HIP_VISIBLE_DEVICES"
+ROCR_VISIBLE = "ROCR_VISIBLE_DEVICES"
+MPS_FALLBACK = "PYTORCH_ENABLE_MPS_FALLBACK"
+# One sysctl answers all three on a Mac; hw.optional.arm64 is 1 on Apple Silicon even for a
+# process that Rosetta translates (an Intel Mac has no such name: sysctl says so on stderr).
+SYSCTL_NAMES = ("hw.optional.arm64", "machdep.cpu.brand_string", "kern.osproductversion")
 _TOOL_TIMEOUT = 5.0  # rocminfo answers in well under a second on a healthy machine
 _CARD = re.compile(r"^card(\d+)$")
+_RENDER = re.compile(r"^renderD\d{1,4}$")
+_VERSION_FOLDER = re.compile(r"^\d{4}\.\d+(\.\d+)*$")  # oneAPI's 2024.0, 2023.2.0
+_HSA_LIBRARY = re.compile(r"^libhsa-runtime64\.so(\.\d+)*$")
 _SMALL_READ = 16384  # a KFD properties file is about 1.5 KiB, a sysfs id a line
 
 
@@ -64,6 +83,10 @@ class VendorGpu:
     name: str | None = None  # rocminfo's marketing name, when it ran
     integrated: bool | None = None  # part of the CPU package (an APU, Core Ultra graphics)
     xpu_family: str | None = None  # Intel: the family torch.xpu serves; None: not one it serves
+    render_node: str | None = None  # "/dev/dri/renderD128": the file compute opens
+    # AMD: the GPU's place among the KFD topology's GPU nodes, which is the order ROCm counts them
+    # in (HIP_VISIBLE_DEVICES=0 is the first); None: not in the topology.
+    hip_index: int | None = None
 
     @property
     def label(self) -> str:
@@ -74,6 +97,28 @@ class VendorGpu:
 
 
 @dataclass(frozen=True)
+class DeviceNode:
+    """A GPU device file compute opens (/dev/kfd, /dev/dri/renderD128) and whether this user may."""
+
+    path: str
+    usable: bool | None = None  # opens for reading and writing (ACLs counted); None: not tested
+    mode: str | None = None  # "crw-rw----", when it is not usable
+    owner: str | None = None
+    group: str | None = None  # "render"
+
+
+@dataclass(frozen=True)
+class AppleFacts:
+    """A Mac: its chip and macOS version as the system says them (not as an old binary is told)."""
+
+    apple_silicon: bool | None = None  # hw.optional.arm64; None: sysctl did not answer
+    chip: str | None = None  # "Apple M2 Pro"
+    macos_version: str | None = None  # "14.5"
+    mps_fallback: str | None = None  # PYTORCH_ENABLE_MPS_FALLBACK as set; None: unset
+    tool: ToolRun | None = None  # how sysctl ended when it did not answer
+
+
+@dataclass(frozen=True)
 class GpuVendorFacts:
     gpus: tuple[VendorGpu, ...] = ()
     hsa_override: str | None = None  # HSA_OVERRIDE_GFX_VERSION as set; None: unset
@@ -81,6 +126,17 @@ class GpuVendorFacts:
     rocm_version: str | None = None  # /opt/rocm/.info/version
     tool: ToolRun | None = None  # None: no tool was needed
     errors: tuple[str, ...] = ()  # sysfs entries that could not be read
+    hip_visible_devices: str | None = None  # HIP_VISIBLE_DEVICES as set; None: unset
+    rocr_visible_devices: str | None = None  # ROCR_VISIBLE_DEVICES as set; None: unset
+    device_nodes: tuple[DeviceNode, ...] = ()  # /dev/kfd and the GPUs' render nodes
+    user_groups: tuple[str, ...] | None = None  # `id -Gn`, asked only when a node is not usable
+    # WSL 2 (/dev/dxg): the libhsa-runtime64 files inside the examined torch's lib folder, which
+    # PyTorch's own ROCm wheels bundle and AMD's WSL wheels must not use; None: not looked.
+    torch_hsa_runtime: tuple[str, ...] | None = None
+    system_hsa_runtime: bool | None = None  # /opt/rocm/lib/libhsa-runtime64.so.1 (WSL only)
+    oneapi_versions: tuple[str, ...] = ()  # release folders under /opt/intel/oneapi/compiler
+    ipex_version: str | None = None  # intel_extension_for_pytorch in the examined environment
+    apple: AppleFacts | None = None  # macOS only
 
     @property
     def amd(self) -> tuple[VendorGpu, ...]:
@@ -93,6 +149,10 @@ class GpuVendorFacts:
     @property
     def xpu_gpus(self) -> tuple[VendorGpu, ...]:
         return tuple(g for g in self.intel if g.xpu_family is not None)
+
+    @property
+    def unusable_nodes(self) -> tuple[DeviceNode, ...]:
+        return tuple(n for n in self.device_nodes if n.usable is False)
 
 
 def _read(host: Host, path: str, errors: list[str]) -> str | None:
@@ -196,7 +256,9 @@ def _with_kfd(gpus: list[VendorGpu], nodes: list[_KfdNode]) -> list[VendorGpu]:
             node = next((n for n in left if n.device_id == wanted), None)
             if node is not None:
                 left.remove(node)
-                gpu = replace(gpu, gfx_target=node.gfx, integrated=node.integrated)
+                gpu = replace(
+                    gpu, gfx_target=node.gfx, integrated=node.integrated, hip_index=nodes.index(node)
+                )
         found.append(gpu)
     return found
 
@@ -254,38 +316,226 @@ def _with_rocminfo(gpus: list[VendorGpu], agents: list[tuple[str, str | None]]) 
     return found
 
 
-def collect(ctx: ProbeContext) -> GpuVendorFacts:
+def _render_node(host: Host, card: str, errors: list[str]) -> str | None:
+    """The render node of a card (device/drm lists "card1" and "renderD128"): compute opens it."""
+    folder = f"{DRM}/{card}/device/drm"
+    try:
+        names = host.list_dir(folder)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        errors.append(f"{folder}: {exc.strerror or exc}")
+        return None
+    found = next((n for n in sorted(names) if _RENDER.match(n)), None)
+    return f"/dev/dri/{found}" if found else None
+
+
+def _stat_words(host: Host, path: str, timeout: float) -> tuple[str | None, str | None, str | None]:
+    """(mode, owner, group) of a device file, as `stat` says them; Nones when it cannot."""
+    stat = host.which("stat")
+    if stat is None:
+        return None, None, None
+    result = host.run([stat, "-L", "-c", "%A %U %G", path], timeout)
+    words = result.stdout.split() if result.ok else []
+    if len(words) != 3 or not re.fullmatch(r"[-a-zA-Z+.]{10,11}", words[0]):
+        return None, None, None
+    return words[0], words[1][:64], words[2][:64]
+
+
+def _device_nodes(
+    host: Host, paths: list[str], timeout: float
+) -> tuple[tuple[DeviceNode, ...], tuple[str, ...] | None]:
+    """Whether this user may open each device file: `test -r -w` asks the kernel itself, so the
+    ACLs a local login grants count (mode bits alone would say no to a desktop user outside the
+    render group). Only a file that cannot be opened is looked at further, with the user's groups."""
+    tester = host.which("test") if paths else None
+    if tester is None:
+        return tuple(DeviceNode(p) for p in paths), None
+    nodes = []
+    for path in paths:
+        result = host.run([tester, "-r", path, "-a", "-w", path], timeout)
+        usable = True if result.returncode == 0 else False if result.returncode == 1 else None
+        if usable is False:
+            mode, owner, group = _stat_words(host, path, timeout)
+            nodes.append(DeviceNode(path, False, mode, owner, group))
+        else:
+            nodes.append(DeviceNode(path, usable))
+    groups = None
+    if any(n.usable is False for n in nodes):
+        ident = host.which("id")
+        said = host.run([ident, "-Gn"], timeout) if ident is not None else None
+        if said is not None and said.ok:
+            groups = tuple(g[:64] for g in said.stdout.split()[:200])
+    return tuple(nodes), groups
+
+
+def _site_packages(ctx: ProbeContext) -> str | None:
+    """The examined environment's site-packages; None where the interpreter could not say (the
+    install path's detection may run before, or without, a working target)."""
+    try:
+        info = ctx.target.info
+    except TargetError:
+        return None
+    return f"{info.prefix}/lib/python{info.minor}/site-packages" if info.prefix else None
+
+
+def _listing(host: Host, folder: str) -> tuple[str, ...] | None:
+    try:
+        return host.list_dir(folder)
+    except OSError:
+        return None
+
+
+def _wsl_runtime(ctx: ProbeContext) -> tuple[tuple[str, ...] | None, bool | None]:
+    """On WSL 2: the HSA runtime files torch carries in its lib folder, and whether AMD's WSL
+    runtime is installed. Nones elsewhere, and where torch's folder cannot be listed."""
     host = ctx.host
-    if host.platform().system != "Linux":
-        raise NotApplicable("AMD and Intel GPUs are looked for in Linux's sysfs only")
-    errors: list[str] = []
-    gpus = [gpu for card in _cards(host, errors) if (gpu := _device(host, card, errors)) is not None]
-    override = host.env.get(OVERRIDE_VARIABLE)
-    if not any(g.vendor is Vendor.AMD for g in gpus):
-        return GpuVendorFacts(gpus=tuple(gpus), hsa_override=override, errors=tuple(errors))
-    gpus = _with_kfd(gpus, _kfd_nodes(host, errors))
+    if not host.exists(DXG):
+        return None, None
+    site = _site_packages(ctx)
+    names = _listing(host, f"{site}/torch/lib") if site else None
+    bundled = tuple(n for n in names or () if _HSA_LIBRARY.match(n)) if names is not None else None
+    return bundled, host.exists(SYSTEM_HSA_RUNTIME)
+
+
+def _oneapi(ctx: ProbeContext, intel: bool) -> tuple[tuple[str, ...], str | None]:
+    """The oneAPI releases under /opt/intel/oneapi (its compiler's version folders) and the
+    intel_extension_for_pytorch the environment holds: looked for where an Intel GPU or oneAPI is."""
+    host = ctx.host
+    versions: tuple[str, ...] = ()
+    if host.is_dir(ONEAPI_ROOT):
+        folders = _listing(host, f"{ONEAPI_ROOT}/compiler") or ()
+        versions = tuple(sorted(n for n in folders if _VERSION_FOLDER.match(n))[:20])
+    elif not intel:
+        return (), None
+    site = _site_packages(ctx)
+    names = _listing(host, site) if site else None
+    prefix = f"{IPEX_DIST}-"
+    ipex = next(
+        (
+            n[len(prefix) : -len(".dist-info")]
+            for n in names or ()
+            if n.startswith(prefix) and n.endswith(".dist-info")
+        ),
+        None,
+    )
+    return versions, (ipex or "")[:60] or None
+
+
+_SYSCTL_LINE = re.compile(r"^([a-z0-9_.]+):\s*(.*?)\s*$")
+
+
+def parse_sysctl(text: str) -> dict[str, str]:
+    """ "name: value" lines of `sysctl NAME...` (an unknown name is said on stderr, not here)."""
+    found: dict[str, str] = {}
+    for line in text.splitlines()[:50]:
+        match = _SYSCTL_LINE.match(line)
+        if match is not None and match.group(1) in SYSCTL_NAMES:
+            found[match.group(1)] = match.group(2)[:120]
+    return found
+
+
+def _apple(ctx: ProbeContext) -> AppleFacts:
+    host = ctx.host
+    fallback = host.env.get(MPS_FALLBACK)
+    sysctl = host.which("sysctl") or ("/usr/sbin/sysctl" if host.exists("/usr/sbin/sysctl") else None)
+    if sysctl is None:
+        return AppleFacts(mps_fallback=fallback, tool=ToolRun("sysctl", ToolStatus.NOT_FOUND))
+    limit = ctx.options.child_limit(PROBE.timeout, _TOOL_TIMEOUT, share=0.5)
+    result = host.run([sysctl, *SYSCTL_NAMES], limit)
+    values = parse_sysctl(result.stdout) if not result.timed_out else {}
     tool = None
-    if any(g.vendor is Vendor.AMD and g.gfx_target is None for g in gpus):
-        limit = ctx.options.child_limit(PROBE.timeout, _TOOL_TIMEOUT, share=0.5)
-        tool, agents = _rocminfo(host, limit)
-        gpus = _with_rocminfo(gpus, agents)
-    rocm = _read(host, ROCM_VERSION_FILE, errors) if host.exists(ROCM_VERSION_FILE) else None
-    return GpuVendorFacts(
-        gpus=tuple(gpus),
-        hsa_override=override,
-        kfd_device=host.exists(KFD_DEVICE),
-        rocm_version=(rocm or "")[:40] or None,
+    if result.timed_out:
+        tool = ToolRun(
+            "sysctl", ToolStatus.TIMED_OUT, f"sysctl {ending_of_result(result, limit=limit).describe()}"
+        )
+    elif not values:
+        said = (result.stderr.strip() or result.start_error or "no answer").splitlines()
+        tool = ToolRun("sysctl", ToolStatus.FAILED, said[-1][:300] if said else "no answer")
+    arm64 = values.get("hw.optional.arm64")
+    version = values.get("kern.osproductversion")
+    return AppleFacts(
+        # An Intel Mac has no hw.optional.arm64: sysctl answered the other names, not that one.
+        apple_silicon=(arm64 == "1") if arm64 is not None else (False if values else None),
+        chip=values.get("machdep.cpu.brand_string") or None,
+        macos_version=version if version and re.fullmatch(r"\d{1,2}(\.\d{1,3}){0,2}", version) else None,
+        mps_fallback=fallback,
         tool=tool,
-        errors=tuple(errors),
     )
 
 
+def collect(ctx: ProbeContext) -> GpuVendorFacts:
+    host = ctx.host
+    system = host.platform().system
+    if system == "Darwin":
+        return GpuVendorFacts(apple=_apple(ctx))
+    if system != "Linux":
+        raise NotApplicable("AMD and Intel GPUs are looked for in Linux's sysfs, Apple GPUs on macOS")
+    errors: list[str] = []
+    env = host.env
+    gpus = [gpu for card in _cards(host, errors) if (gpu := _device(host, card, errors)) is not None]
+    gpus = [replace(g, render_node=_render_node(host, g.card, errors)) for g in gpus]
+    amd = any(g.vendor is Vendor.AMD for g in gpus)
+    intel = any(g.vendor is Vendor.INTEL for g in gpus)
+    tool = None
+    kfd = None
+    rocm = None
+    if amd:
+        gpus = _with_kfd(gpus, _kfd_nodes(host, errors))
+        if any(g.vendor is Vendor.AMD and g.gfx_target is None for g in gpus):
+            limit = ctx.options.child_limit(PROBE.timeout, _TOOL_TIMEOUT, share=0.5)
+            tool, agents = _rocminfo(host, limit)
+            gpus = _with_rocminfo(gpus, agents)
+        rocm = _read(host, ROCM_VERSION_FILE, errors) if host.exists(ROCM_VERSION_FILE) else None
+        kfd = host.exists(KFD_DEVICE)
+    paths = ([KFD_DEVICE] if kfd else []) + [
+        g.render_node for g in gpus if g.render_node and host.exists(g.render_node)
+    ]
+    nodes, groups = _device_nodes(
+        host, list(dict.fromkeys(paths)), ctx.options.child_limit(PROBE.timeout, 2.0, 0.1)
+    )
+    bundled, system_hsa = _wsl_runtime(ctx) if not gpus else (None, None)
+    oneapi, ipex = _oneapi(ctx, intel)
+    return GpuVendorFacts(
+        gpus=tuple(gpus),
+        hsa_override=env.get(OVERRIDE_VARIABLE),
+        kfd_device=kfd,
+        rocm_version=(rocm or "")[:40] or None,
+        tool=tool,
+        errors=tuple(errors),
+        hip_visible_devices=env.get(HIP_VISIBLE),
+        rocr_visible_devices=env.get(ROCR_VISIBLE),
+        device_nodes=nodes,
+        user_groups=groups,
+        torch_hsa_runtime=bundled,
+        system_hsa_runtime=system_hsa,
+        oneapi_versions=oneapi,
+        ipex_version=ipex,
+    )
+
+
+def _describe_apple(apple: AppleFacts) -> str:
+    chip = apple.chip or (
+        "Apple Silicon" if apple.apple_silicon else "Intel Mac" if apple.apple_silicon is False else "Mac"
+    )
+    said = f"{chip}, macOS {apple.macos_version or '(version unknown)'}"
+    if apple.mps_fallback is not None:
+        said += f"; {MPS_FALLBACK}={apple.mps_fallback}"
+    if apple.tool is not None:
+        said += f"; {apple.tool.tool}: {apple.tool.detail or apple.tool.status.value.replace('_', ' ')}"
+    return said
+
+
 def describe(facts: GpuVendorFacts) -> str:
+    if facts.apple is not None:
+        return _describe_apple(facts.apple)
     said = "no AMD or Intel GPU" if not facts.gpus else "; ".join(g.label for g in facts.gpus)
     if facts.hsa_override is not None:
         said += f"; {OVERRIDE_VARIABLE}={facts.hsa_override}"
     if facts.amd and facts.kfd_device is False:
         said += f"; no {KFD_DEVICE}"
+    for node in facts.unusable_nodes:
+        said += f"; {node.path} not usable by this user"
     if facts.tool is not None and facts.tool.status is not ToolStatus.OK:
         said += f"; {facts.tool.tool}: {facts.tool.detail or facts.tool.status.value.replace('_', ' ')}"
     if facts.errors:

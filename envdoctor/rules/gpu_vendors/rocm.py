@@ -1,18 +1,28 @@
 """AMD GPUs: a ROCm build without the GPU's gfx target (ED150), HSA_OVERRIDE_GFX_VERSION from
-another GPU family (ED151), a CPU or CUDA torch where only an AMD GPU is (ED152), and a ROCm build
-that cannot reach the GPU (ED155)."""
+another GPU family (ED151), a CPU or CUDA torch where only an AMD GPU is (ED152), a ROCm build
+that cannot reach the GPU (ED155, WSL's bundled runtime included) and an APU's integrated GPU that
+ROCm counts beside the card (ED156)."""
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Iterator
 
 from envdoctor.knowledge import gpu_vendors as known
 from envdoctor.model.findings import Fix, Severity
-from envdoctor.probes.gpu_vendors import KFD_DEVICE, OVERRIDE_VARIABLE, GpuVendorFacts, VendorGpu
+from envdoctor.probes.gpu_vendors import (
+    HIP_VISIBLE,
+    KFD_DEVICE,
+    OVERRIDE_VARIABLE,
+    ROCR_VISIBLE,
+    SYSTEM_HSA_RUNTIME,
+    GpuVendorFacts,
+    VendorGpu,
+)
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.env_edits import set_command, unset_command
-from envdoctor.rules.fixes import planned_fix
+from envdoctor.rules.fixes import GET_STARTED, planned_fix
 from envdoctor.rules.gpu_vendors.common import (
     build_arch,
     gpus_words,
@@ -23,11 +33,19 @@ from envdoctor.rules.gpu_vendors.common import (
 )
 
 ROCM_INSTALL = "https://rocm.docs.amd.com/projects/install-on-linux/en/latest/"
+ROCM_WSL = "https://rocm.docs.amd.com/projects/radeon/en/latest/docs/install/wsl/install-pytorch.html"
 
 
 def _family_key(gfx: str) -> str:
     family = known.gfx_family(gfx)
     return family.prefix if family is not None else gfx
+
+
+def _fits(gfx: str, target: str) -> bool:
+    """Whether the runtime may run `gfx` as `target`: the same ISA family, or the stand-in the
+    family's own entry names (gfx90c APUs run gfx900 code objects, though gfx9 is no one family)."""
+    family = known.gfx_family(gfx)
+    return _family_key(target) == _family_key(gfx) or (family is not None and family.stand_in == target)
 
 
 def _override_target(facts: GpuVendorFacts) -> str | None:
@@ -37,7 +55,7 @@ def _override_target(facts: GpuVendorFacts) -> str | None:
 def _effective(gpu: VendorGpu, override: str | None) -> str | None:
     """The target the ROCm runtime reports for `gpu`: the override where it stays in the family."""
     gfx = gpu.gfx_target
-    if gfx is not None and override is not None and _family_key(override) == _family_key(gfx):
+    if gfx is not None and override is not None and _fits(gfx, override):
         return override
     return gfx
 
@@ -58,6 +76,7 @@ def _override_fix(ctx: RuleContext, gfx: str, stand_in: str, value: str) -> Fix:
     severity=Severity.ERROR,
     summary="the ROCm build of torch has no kernels for the AMD GPU's gfx target",
     needs=(TorchFacts, GpuVendorFacts),
+    consequence_of=("ED151",),
     doc=RuleDoc(
         what="Each AMD GPU's gfx target (sysfs KFD topology, or rocminfo) against the gfx targets the "
         "installed ROCm build carries (torch.cuda.get_arch_list(), else PyTorch's build lists), "
@@ -154,9 +173,13 @@ def hsa_override_wrong_family(ctx: RuleContext) -> Iterator[Hit]:
     target = known.gfx_from_override(value)
     if target is None:
         wrong = gpus
-        why = f"{OVERRIDE_VARIABLE}={value!r} is not a version such as 10.3.0 (major.minor.stepping)"
+        why = (
+            f"{OVERRIDE_VARIABLE} is set but empty, which the runtime reads as gfx000"
+            if not value.strip()
+            else f"{OVERRIDE_VARIABLE}={value!r} is not a version such as 10.3.0 (major.minor.stepping)"
+        )
     else:
-        wrong = tuple(g for g in gpus if _family_key(target) != _family_key(g.gfx_target or ""))
+        wrong = tuple(g for g in gpus if not _fits(g.gfx_target or "", target))
         why = f"{OVERRIDE_VARIABLE}={value} makes the runtime treat every AMD GPU as {target}"
     if not wrong:
         return
@@ -179,8 +202,9 @@ def hsa_override_wrong_family(ctx: RuleContext) -> Iterator[Hit]:
                 )
             )
     names = ", ".join(f"{g.label}" for g in wrong)
+    shown = f"{OVERRIDE_VARIABLE}={value}" if value.strip() else f"An empty {OVERRIDE_VARIABLE}"
     yield Hit(
-        title=f"{OVERRIDE_VARIABLE}={value} does not fit {names}",
+        title=f"{shown} does not fit {names}",
         detail=f"{why}; code built for another GPU family does not run on {names}: expect memory access "
         "faults, segfaults or 'HIP error: invalid device function'. AMD treats the variable as a "
         "debugging aid, not a supported setting.",
@@ -216,6 +240,8 @@ def amd_gpu_without_rocm_torch(ctx: RuleContext) -> Iterator[Hit]:
         return
     plan = vendor_plan(ctx, tuple(dict.fromkeys(g.gfx_target for g in gpus if g.gfx_target)))
     if not plan.possible:
+        if torch.cuda:  # a CUDA build serves no AMD GPU: the CPU build is the one that fits
+            yield _cuda_without_rocm_target(ctx, torch, gpus)
         return  # a GPU no ROCm build serves (an old APU, RDNA 1): the CPU build is right
     overridden = any(OVERRIDE_VARIABLE in w for w in plan.warnings)
     if overridden and all(g.integrated for g in gpus):
@@ -250,20 +276,43 @@ def amd_gpu_without_rocm_torch(ctx: RuleContext) -> Iterator[Hit]:
     )
 
 
+def _cuda_without_rocm_target(ctx: RuleContext, torch: TorchFacts, gpus: tuple[VendorGpu, ...]) -> Hit:
+    cpu = planned_fix(ctx, "Install the CPU build instead", want_cuda=False, torch=torch.public_version)
+    cpu = cpu or planned_fix(ctx, "Install the CPU build instead", want_cuda=False)
+    fixes = [cpu] if cpu is not None else [Fix(summary="Install torch's CPU build", link=GET_STARTED)]
+    return Hit(
+        title=f"torch {torch.version} is a CUDA {torch.cuda} build, but this machine's GPU is "
+        f"{gpus_words(gpus)} (AMD)",
+        detail=f"torch {torch.version} serves NVIDIA GPUs only, and no PyTorch ROCm build serves "
+        f"{gpus_words(gpus)}: CUDA calls fail ('Found no NVIDIA driver', 'CUDA driver version is "
+        "insufficient') and the CPU build is the one that fits this machine.",
+        evidence=(
+            f"torch.__version__ = {torch.version}",
+            *(f"{g.card}: {g.device_id} {g.gfx_target}" for g in gpus),
+        ),
+        fixes=tuple(fixes),
+    )
+
+
 @rule(
     code="ED155",
     name="rocm-build-but-gpu-unavailable",
     severity=Severity.ERROR,
     summary="a ROCm build of torch cannot use the AMD GPU that is there",
     needs=(TorchFacts, GpuVendorFacts),
+    consequence_of=("ED157",),
     doc=RuleDoc(
-        what="A ROCm build, an AMD GPU in sysfs, and torch.cuda.is_available() False: whether "
-        "/dev/kfd is there, and the variables that hide devices.",
+        what="A ROCm build, an AMD GPU in sysfs (or WSL 2's GPU device), and torch.cuda.is_available() "
+        "False: whether /dev/kfd is there, the variables that hide devices, and on WSL the HSA runtime "
+        "torch carries in its lib folder.",
         why="Without the amdgpu driver's compute device (/dev/kfd, passed into containers with "
         "--device) or access to it (the render and video groups), or with the GPUs hidden by "
-        "HIP_VISIBLE_DEVICES/CUDA_VISIBLE_DEVICES, ROCm finds no GPU and torch runs on the CPU.",
+        "HIP_VISIBLE_DEVICES/CUDA_VISIBLE_DEVICES, ROCm finds no GPU and torch runs on the CPU. On "
+        "WSL, PyTorch's own ROCm wheels bundle a libhsa-runtime64 that cannot reach WSL's GPU: only "
+        "AMD's WSL wheels with the system's runtime can (hipErrorNoDevice).",
         fix="Pass /dev/kfd and /dev/dri into the container, add the user to the render and video "
-        "groups, or unset the variable that hides the GPUs.",
+        "groups, or unset the variable that hides the GPUs; on WSL, install AMD's WSL wheels and "
+        "replace the bundled libhsa-runtime64 with /opt/rocm's.",
         example="torch 2.6.0+rocm6.2 in `docker run` without --device=/dev/kfd: "
         "torch.cuda.is_available() is False.",
     ),
@@ -271,7 +320,11 @@ def amd_gpu_without_rocm_torch(ctx: RuleContext) -> Iterator[Hit]:
 def rocm_build_but_gpu_unavailable(ctx: RuleContext) -> Iterator[Hit]:
     torch = ctx.need(TorchFacts)
     facts = ctx.need(GpuVendorFacts)
-    if not torch.imported or not torch.hip or torch.cuda_available is not False or not facts.amd:
+    if not torch.imported or not torch.hip or torch.cuda_available is not False:
+        return
+    if not facts.amd:
+        if facts.torch_hsa_runtime is not None:  # WSL 2: no sysfs GPU, the GPU is behind /dev/dxg
+            yield _wsl_hit(ctx, torch, facts)
         return
     fixes: list[Fix] = []
     hidden = torch.cuda_visible_devices
@@ -279,20 +332,24 @@ def rocm_build_but_gpu_unavailable(ctx: RuleContext) -> Iterator[Hit]:
         fixes.append(
             Fix(
                 summary=f"{KFD_DEVICE} is missing: in a container, pass the GPU in (docker/podman run "
-                "--device=/dev/kfd --device=/dev/dri --group-add video); on the host, install the "
-                "amdgpu driver",
+                "--device=/dev/kfd --device=/dev/dri --group-add video; Apptainer --bind=/dev/kfd,/dev/dri); "
+                "on the host, install the amdgpu driver",
                 commands=("docker run --device=/dev/kfd --device=/dev/dri --group-add video IMAGE",),
                 link=ROCM_INSTALL,
             )
         )
-    if hidden is not None:
-        fixes.append(
-            Fix(
-                summary=f"CUDA_VISIBLE_DEVICES={hidden!r} hides the GPUs from torch; unset it where the "
-                "job starts",
-                commands=(unset_command(ctx.platform.os, None, "CUDA_VISIBLE_DEVICES"),),
+    for name, value in (
+        ("CUDA_VISIBLE_DEVICES", hidden),
+        (HIP_VISIBLE, facts.hip_visible_devices),
+        (ROCR_VISIBLE, facts.rocr_visible_devices),
+    ):
+        if value is not None:
+            fixes.append(
+                Fix(
+                    summary=f"{name}={value!r} hides the GPUs from torch; unset it where the job starts",
+                    commands=(unset_command(ctx.platform.os, None, name),),
+                )
             )
-        )
     if not fixes:
         fixes.append(
             Fix(
@@ -302,7 +359,7 @@ def rocm_build_but_gpu_unavailable(ctx: RuleContext) -> Iterator[Hit]:
                 link=ROCM_INSTALL,
             )
         )
-    said = "; ".join(w.splitlines()[0] for w in torch.warnings if w.strip())
+    said = "; ".join(w.splitlines()[0].rstrip(".") for w in torch.warnings if w.strip())
     yield Hit(
         title=f"torch {torch.version} is a ROCm build but cannot use the AMD GPU",
         detail=f"sysfs shows {gpus_words(facts.amd)}, yet torch.cuda.is_available() is False"
@@ -315,6 +372,126 @@ def rocm_build_but_gpu_unavailable(ctx: RuleContext) -> Iterator[Hit]:
             f"torch.version.hip = {torch.hip}",
             "torch.cuda_available = false",
             f"{KFD_DEVICE}: {'present' if facts.kfd_device else 'missing'}",
+        ),
+        fixes=tuple(fixes),
+    )
+
+
+def _torch_lib(torch: TorchFacts) -> str:
+    """torch's lib folder, from where torch/__init__.py was found."""
+    folder = (
+        posixpath.dirname(torch.location or "")
+        or "$(python -c 'import torch, os; print(os.path.dirname(torch.__file__))')"
+    )
+    return f"{folder}/lib"
+
+
+def _wsl_hit(ctx: RuleContext, torch: TorchFacts, facts: GpuVendorFacts) -> Hit:
+    bundled = facts.torch_hsa_runtime or ()
+    lib = _torch_lib(torch)
+    steps: list[str] = []
+    words = []
+    if not facts.system_hsa_runtime:
+        words.append(
+            "install AMD's ROCm for WSL (the Adrenalin driver on Windows, then amdgpu-install in WSL)"
+        )
+        steps.append("sudo amdgpu-install -y --usecase=wsl,rocm --no-dkms")
+    words.append(
+        "install AMD's WSL builds of torch (repo.radeon.com, as AMD's WSL guide lists them for your ROCm "
+        "release) in place of PyTorch's"
+    )
+    if bundled:
+        words.append(f"then replace the bundled {', '.join(bundled)} in torch's lib folder with /opt/rocm's")
+        steps += [f"rm {lib}/libhsa-runtime64.so*", f"cp -L {SYSTEM_HSA_RUNTIME} {lib}/libhsa-runtime64.so"]
+    text = "; ".join(words)
+    fixes = (Fix(summary=text[:1].upper() + text[1:], commands=tuple(steps), link=ROCM_WSL),)
+    detail = (
+        f"On WSL 2 the AMD GPU is reached through /dev/dxg and AMD's WSL HSA runtime; torch {torch.version} "
+        "finds no GPU (hipErrorNoDevice)."
+    )
+    if bundled:
+        detail += (
+            f" Its lib folder carries its own {', '.join(bundled)}, as PyTorch's ROCm wheels do, and that "
+            "runtime knows nothing of WSL."
+        )
+    if not facts.system_hsa_runtime:
+        detail += f" {SYSTEM_HSA_RUNTIME} is missing: AMD's ROCm for WSL is not installed."
+    return Hit(
+        title=f"torch {torch.version} is a ROCm build but finds no GPU on WSL",
+        detail=detail,
+        evidence=(
+            f"torch.version.hip = {torch.hip}",
+            "torch.cuda_available = false",
+            f"torch/lib: {', '.join(bundled) or 'no bundled libhsa-runtime64'}",
+            f"{SYSTEM_HSA_RUNTIME}: {'present' if facts.system_hsa_runtime else 'missing'}",
+        ),
+        fixes=fixes,
+    )
+
+
+@rule(
+    code="ED156",
+    name="rocm-sees-integrated-gpu",
+    severity=Severity.WARNING,
+    summary="ROCm counts an APU's integrated GPU beside the AMD card, and nothing hides it",
+    needs=(TorchFacts, GpuVendorFacts),
+    doc=RuleDoc(
+        what="A ROCm build, a discrete AMD GPU and an integrated one (a Ryzen APU's graphics: the KFD "
+        "topology counts CPU cores on its node) both in the compute topology, while "
+        "HIP_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES and CUDA_VISIBLE_DEVICES are unset and torch does "
+        "not see the card alone.",
+        why="ROCm enumerates every KFD GPU node, the CPU's display graphics included: work lands on the "
+        "integrated GPU or HIP's initialisation fails ('shared object initialization failed', "
+        "segfaults, 'module is not initialized') though the card alone works.",
+        fix="Hide the integrated GPU: export HIP_VISIBLE_DEVICES with the card's index before the "
+        "program starts (in the shell, not inside the script), or disable the iGPU in the BIOS.",
+        example="A Radeon RX 9070 XT beside a Ryzen 9000's integrated graphics: training fails until "
+        "`export HIP_VISIBLE_DEVICES=0`.",
+    ),
+)
+def rocm_sees_integrated_gpu(ctx: RuleContext) -> Iterator[Hit]:
+    torch = ctx.need(TorchFacts)
+    facts = ctx.need(GpuVendorFacts)
+    if not torch.imported or not torch.hip:
+        return
+    cards = tuple(g for g in facts.amd if g.integrated is False and g.gfx_target)
+    apus = tuple(g for g in facts.amd if g.integrated and g.gfx_target)
+    if not cards or not apus:
+        return
+    hidden = (torch.cuda_visible_devices, facts.hip_visible_devices, facts.rocr_visible_devices)
+    if any(v is not None for v in hidden):
+        return  # somebody chose the devices: ED155 judges a choice that hides them all
+    if torch.device_count is not None and torch.device_count == len(cards):
+        return  # torch sees the cards only: this ROCm leaves the integrated GPU out
+    indices = [g.hip_index for g in cards]
+    known_order = all(i is not None for i in indices)
+    value = ",".join(str(i) for i in indices) if known_order else "0"
+    check = "rocm-smi --showproductname"
+    fixes = [
+        Fix(
+            summary=f"Hide the integrated GPU: set {HIP_VISIBLE}={value} "
+            + (
+                "(the card's place in ROCm's order) "
+                if known_order
+                else f"(check the card's index with `{check}`) "
+            )
+            + "in the shell before the program starts (set inside the script, it comes too late)",
+            commands=(set_command(ctx.platform.os, None, HIP_VISIBLE, value),),
+        ),
+        Fix(summary="Disable the integrated graphics in the BIOS/UEFI setup (the card drives the display)"),
+    ]
+    count = (
+        f"torch counts {torch.device_count} GPUs" if torch.device_count is not None else "ROCm counts both"
+    )
+    yield Hit(
+        title=f"ROCm sees the integrated {gpus_words(apus)} beside the {gpus_words(cards)}",
+        detail=f"The CPU's integrated GPU is in ROCm's compute topology next to the card ({count}): work "
+        "placed on it fails or crashes, and HIP's initialisation may fail for both ('shared object "
+        "initialization failed', segmentation faults), though the card alone works.",
+        evidence=(
+            *(f"{g.card}: {g.gfx_target} discrete, ROCm index {g.hip_index}" for g in cards),
+            *(f"{g.card}: {g.gfx_target} integrated, ROCm index {g.hip_index}" for g in apus),
+            f"{HIP_VISIBLE}, {ROCR_VISIBLE}, CUDA_VISIBLE_DEVICES: unset",
         ),
         fixes=tuple(fixes),
     )
