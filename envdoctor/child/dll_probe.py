@@ -4,9 +4,11 @@ Standard library only, old syntax (it runs in whatever Python the user has). It 
 without importing it, hands torch's folders to os.add_dll_directory as torch/__init__.py does,
 loads c10.dll first and then the rest of torch\\lib with LoadLibraryExW and the same flags (with
 torch's PATH fallback after error 126), and reports every failure with its WinError, plus the
-file behind each runtime and CUDA DLL that ended up in the process. Records, one JSON object per
-line, flushed at once: {"record": "stage", "dll": ...} before each load (a crash names the DLL),
-then one {"record": "dll", ...}.
+file behind each runtime and CUDA DLL that ended up in the process. It also says where the user
+scheme lives (pip --user installs there) and, read from their metadata without importing them, the
+versions of the distributions named on its command line (other frameworks that load CUDA DLLs).
+Records, one JSON object per line, flushed at once: {"record": "stage", "dll": ...} before each load
+(a crash names the DLL), then one {"record": "dll", ...}.
 """
 
 import json
@@ -105,6 +107,30 @@ def userbase():
         return None
 
 
+def user_site():
+    try:
+        import site
+
+        return site.getusersitepackages()
+    except Exception:
+        return None
+
+
+def distribution_versions(names):
+    """{name: version} of the named distributions that are installed (Python 3.8+ metadata)."""
+    try:
+        from importlib import metadata
+    except ImportError:
+        return {}
+    found = {}
+    for name in names:
+        try:
+            found[name] = metadata.version(name)
+        except Exception:  # not installed, or unreadable metadata: not a version to report
+            continue
+    return found
+
+
 def load_all(torch_lib, directories):
     """Load every DLL in torch\\lib as torch does; returns (attempted, loaded, failures, via_path)."""
     import ctypes
@@ -188,13 +214,17 @@ def module_paths():
     return image, paths
 
 
-def main():
+def main(argv=None):
+    names = list(sys.argv[1:] if argv is None else argv)
     report = {
         "status": "ok",
         "executable": sys.executable,
         "exec_prefix": sys.exec_prefix,
         "base_exec_prefix": getattr(sys, "base_exec_prefix", sys.exec_prefix),
         "site_packages": site_folders(),
+        "userbase": userbase(),
+        "user_site": user_site(),
+        "distributions": distribution_versions(names),
     }
     if os.name != "nt":
         report["status"] = "not_windows"
@@ -210,7 +240,7 @@ def main():
         emit("dll", report)
         return 0
     torch_lib = os.path.join(torch_dir, "lib")
-    directories = dll_directories(torch_dir, sys.exec_prefix, report["base_exec_prefix"], userbase())
+    directories = dll_directories(torch_dir, sys.exec_prefix, report["base_exec_prefix"], report["userbase"])
     report["torch_lib"] = torch_lib
     report["dll_directories"] = directories
     try:

@@ -48,15 +48,16 @@ def reinstall_fix(ctx: RuleContext) -> Fix | None:
     severity=Severity.ERROR,
     summary="one of torch's DLLs does not load (WinError 126/127/1114) in the target Python",
     needs=(WindowsFacts,),
-    consequence_of=("ED601", "ED602", "ED603", "ED609", "ED610", "ED611"),
+    consequence_of=("ED601", "ED602", "ED603", "ED609", "ED610", "ED611", "ED612", "ED615"),
     doc=RuleDoc(
         what="Loads every DLL in torch\\lib like import torch does (torch's add_dll_directory "
         "set, LoadLibraryExW with the same flags and PATH fallback), c10.dll first, in a child "
         "of the target interpreter, and reports the first failure with its WinError.",
         why="import torch names whichever DLL it tried first; loading c10.dll first and "
         "reporting the loaded runtime copies shows the real culprit.",
-        fix="In this order: the VC++ redistributable, PATH entries that bring foreign DLLs, a "
-        "clean reinstall matched to the Python and the CUDA driver.",
+        fix="In this order: the VC++ redistributable, PATH entries that bring foreign DLLs, the "
+        "Intel OpenMP runtime when no libiomp5md.dll is anywhere torch looks (old torch builds "
+        "did not bundle it), a clean reinstall matched to the Python and the CUDA driver.",
         example='OSError: [WinError 1114] ... Error loading "...\\torch\\lib\\c10.dll" or one '
         "of its dependencies.",
     ),
@@ -105,7 +106,25 @@ def torch_dll_load_fails(ctx: RuleContext) -> Iterator[Hit]:
         fixes.extend(redist_fixes())
     suspects = [f for f in facts.runtime_files if f.origin == PATH] + list(shadowing_cuda(facts))
     fixes.extend(folder_removal(ctx, suspects, "(foreign DLLs torch may pick up)"))
+    no_openmp = load.status == DllStatus.FAILED and not facts.openmp_files and load.torch_lib is not None
+    if no_openmp:
+        detail += (
+            f" No Intel OpenMP runtime ({knowledge.openmp_dll()}) is in torch\\lib, the environment or "
+            "on PATH: torch's DLLs need it, and torch builds that do not bundle it (the Windows "
+            "wheels of torch 1.0 and before, some conda builds) fail like this without the "
+            "intel-openmp package (or NumPy+MKL) in the environment."
+        )
     reinstall = reinstall_fix(ctx)
+    if no_openmp:
+        fixes.append(
+            Fix(
+                summary="Give torch its Intel OpenMP runtime: a current torch wheel bundles "
+                f"{knowledge.openmp_dll()} in torch\\lib (the clean reinstall below); for a torch that "
+                "does not, install the intel-openmp package (pip or conda) into this environment, as "
+                "pytorch/pytorch#4518 and #17203 did",
+                link="https://github.com/pytorch/pytorch/issues/4518",
+            )
+        )
     if reinstall is not None:
         fixes.append(reinstall)
     yield Hit(title=title, detail=detail, evidence=evidence, fixes=tuple(fixes))
@@ -145,7 +164,7 @@ def shadowing_cuda(facts: WindowsFacts) -> Iterator[DllFile]:
     severity=Severity.WARNING,
     summary="cuDNN/cuBLAS DLLs on PATH share names with torch's own but are other versions",
     needs=(WindowsFacts,),
-    consequence_of=("ED611",),
+    consequence_of=("ED611", "ED613"),
     doc=RuleDoc(
         what="cudnn*, cublas*, cudart*, nvJitLink*, cusparse* DLLs in PATH folders against the "
         "same-named DLLs in torch\\lib (file versions), and CUDA DLLs the DLL check saw loaded "
