@@ -44,11 +44,38 @@ class RuntimeMinimum:
 
 
 @dataclass(frozen=True)
+class DeeperFiles:
+    """torch releases whose deepest installed file is not in the torch folder: the dist-info's
+    license tree (2.13 on), the caffe2 package of torch 1.x."""
+
+    torch_from: Version
+    torch_through: Version | None
+    length: int | None = None  # below site-packages
+    dist_info_licenses: int | None = None  # below the dist-info folder, whose name has the version
+
+
+@dataclass(frozen=True)
 class PathLimits:
     max_path: int
     torch_longest_relative_path: int
     long_paths_key: str
     store_python_markers: tuple[str, ...]
+    deeper: tuple[DeeperFiles, ...] = ()
+
+    def torch_longest(self, torch_version: str | None) -> int:
+        """The length below site-packages of the deepest file torch `torch_version` installs."""
+        longest = self.torch_longest_relative_path
+        wanted = parse_version((torch_version or "").split("+", 1)[0])
+        if wanted is None or not torch_version:
+            return longest
+        for row in self.deeper:
+            if wanted < row.torch_from or (row.torch_through is not None and wanted > row.torch_through):
+                continue
+            if row.length is not None:
+                longest = max(longest, row.length)
+            if row.dist_info_licenses is not None:
+                longest = max(longest, len(f"torch-{torch_version}.dist-info") + 1 + row.dist_info_licenses)
+        return longest
 
 
 @cache
@@ -107,6 +134,15 @@ def path_limits() -> PathLimits:
         torch_longest_relative_path=int(row["torch_longest_relative_path"]),
         long_paths_key=row["long_paths_key"],
         store_python_markers=tuple(row["store_python_markers"]),
+        deeper=tuple(
+            DeeperFiles(
+                torch_from=Version(r["torch_from"]),
+                torch_through=Version(r["torch_through"]) if r.get("torch_through") else None,
+                length=r.get("length"),
+                dist_info_licenses=r.get("dist_info_licenses"),
+            )
+            for r in row.get("deeper") or ()
+        ),
     )
 
 
@@ -322,6 +358,7 @@ class Framework:
 class Frameworks:
     packages: tuple[Framework, ...]
     dll_folders: tuple[str, ...]  # relative to site-packages, "*" one folder level
+    system_dll_folders: tuple[str, ...]  # relative to %ProgramFiles%: NVIDIA's own installs
     provenance: Provenance
 
     def get(self, dist: str) -> Framework | None:
@@ -353,6 +390,7 @@ def frameworks() -> Frameworks:
             for p in row["packages"]
         ),
         dll_folders=tuple(row["dll_folders"]),
+        system_dll_folders=tuple(row.get("system_dll_folders") or ()),
         provenance=provenance(row),
     )
 

@@ -39,6 +39,7 @@ DLL_DIRECTORY = "dll_directory"
 ENV = "env"
 PATH = "path"
 PACKAGE = "package"  # inside a Python package in site-packages (DllFile.package names it)
+OTHER = "other"  # anywhere else (NVIDIA's own cuDNN install folder)
 
 # Which scheme torch was installed in (pip's words): the environment's site-packages, the user's
 # (pip --user), or another folder (pip --target, an add-on's own dependency folder).
@@ -362,35 +363,45 @@ def _bundled_runtime(host: Host, sites: list[str]) -> tuple[DllFile, ...]:
     return tuple(found)
 
 
-def _package_cuda_dlls(host: Host, sites: list[str]) -> tuple[DllFile, ...]:
-    """CUDA DLLs in other frameworks' folders: site-packages\\nvidia\\<lib>\\bin (the nvidia-* wheels
-    Paddle and ONNX Runtime load), tensorrt_libs, ..."""
+def _expand(host: Host, root: str, pattern: str) -> list[str]:
+    """The folders under `root` that `pattern` names, one folder level per "*" ("nvidia\\*\\bin");
+    listing only folders that are there."""
+    folders = [root]
+    for part in pattern.split("\\"):
+        if not part:
+            continue
+        if part != "*":
+            folders = [ntpath.join(f, part) for f in folders]
+            continue
+        deeper: list[str] = []
+        for folder in folders:
+            if not host.is_dir(folder):
+                continue
+            try:
+                deeper += [ntpath.join(folder, n) for n in host.list_dir(folder)]
+            except OSError:
+                continue
+        folders = deeper
+    return folders
+
+
+def _package_cuda_dlls(host: Host, sites: list[str], program_files: str) -> tuple[DllFile, ...]:
+    """CUDA DLLs other frameworks load: site-packages\\nvidia\\<lib>\\bin (the nvidia-* wheels
+    Paddle and ONNX Runtime use), tensorrt_libs, and NVIDIA's own cuDNN install folders."""
+    info = knowledge.frameworks()
+    places = [(site, pattern) for site in sites for pattern in info.dll_folders]
+    places += [(program_files, pattern) for pattern in info.system_dll_folders]
     found: list[DllFile] = []
-    for site in sites:
-        for pattern in knowledge.frameworks().dll_folders:
-            head, star, tail = pattern.partition("*")
-            if star:
-                base = ntpath.join(site, head.rstrip("\\"))
-                if not host.is_dir(base):
-                    continue
-                try:
-                    subfolders = [ntpath.join(base, n, tail.strip("\\")) for n in host.list_dir(base)]
-                except OSError:
-                    continue
-            else:
-                subfolders = [ntpath.join(site, pattern)]
-            for folder in subfolders:
-                package = (
-                    ntpath.relpath(folder, site).split("\\")[0]
-                    if folder.lower().startswith(site.lower())
-                    else None
-                )
-                for name in _dll_names(host, folder):
-                    if cuda_libraries.family_of(name, "windows") is not None:
-                        path = ntpath.join(folder, name)
-                        found.append(
-                            DllFile(name.lower(), path, host.file_version(path), PACKAGE, None, package)
-                        )
+    for root, pattern in places:
+        for folder in _expand(host, root, pattern):
+            inside = folder[len(root) :].strip("\\").split("\\")
+            in_site = root in sites
+            package = inside[0] if in_site and inside[0] else None
+            origin = PACKAGE if in_site else OTHER
+            for name in _dll_names(host, folder):
+                if cuda_libraries.family_of(name, "windows") is not None:
+                    path = ntpath.join(folder, name)
+                    found.append(DllFile(name.lower(), path, host.file_version(path), origin, None, package))
     return tuple(found)
 
 
@@ -492,7 +503,9 @@ def collect(ctx: ProbeContext) -> WindowsFacts:
         path=tuple(entries),
         errors=tuple(errors),
         bundled_runtime=_bundled_runtime(host, sites),
-        package_cuda_dlls=_package_cuda_dlls(host, sites),
+        package_cuda_dlls=_package_cuda_dlls(
+            host, sites, host.env.get("ProgramFiles") or "C:\\Program Files"
+        ),
         mkl_files=tuple(mkl),
         install_scope=scope,
         openmp_workaround=host.env.get(knowledge.openmp().workaround_variable) or None,
