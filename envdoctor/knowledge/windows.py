@@ -346,6 +346,7 @@ class Framework:
     label: str
     cuda: tuple[CudaBuild, ...] = ()
     older: str | None = None  # its last release for the CUDA major before (3.24.0 for CTranslate2)
+    older_note: str | None = None  # how users get that release (the package that pins it)
 
     def build_for(self, version: str | None) -> CudaBuild | None:
         parsed = parse_version(version)
@@ -386,6 +387,7 @@ def frameworks() -> Frameworks:
                 label=p["label"],
                 cuda=tuple(_cuda_build(b) for b in p.get("cuda") or ()),
                 older=p.get("older"),
+                older_note=p.get("older_note"),
             )
             for p in row["packages"]
         ),

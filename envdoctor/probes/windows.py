@@ -119,6 +119,8 @@ class DllLoadFacts:
     userbase: str | None = None  # pip --user's scheme: <userbase>\\Library\\bin holds its DLLs
     user_site: str | None = None
     distributions: tuple[Distribution, ...] = ()  # the frameworks asked about that are installed
+    # Folders (that exist) today's torch adds to its DLL search and the installed release does not.
+    missed_directories: tuple[str, ...] = ()
 
     def distribution(self, name: str) -> str | None:
         key = name.lower().replace("_", "-")
@@ -219,6 +221,7 @@ def _dll_load(
         userbase=_text(raw.get("userbase")),
         user_site=_text(raw.get("user_site")),
         distributions=_distributions(raw.get("distributions")),
+        missed_directories=_str_list(raw.get("missed_directories")),
     )
     return facts, raw
 

@@ -32,14 +32,10 @@ def _lower(path: str | None) -> str:
 
 
 def _searched_by_that_release(facts: WindowsFacts) -> set[str]:
-    """The folders torch 2.3.0 handed to add_dll_directory: torch\\lib and the Library\\bin of
-    sys.exec_prefix and sys.base_exec_prefix (not the user base's: that came with 2.3.1)."""
+    """The folders the installed torch hands to add_dll_directory (the DLL check loads as it does:
+    torch 2.3.0 does not add the user scheme's Library\\bin, which came with 2.3.1)."""
     load = facts.dll_load
-    folders = {_lower(load.torch_lib)}
-    for prefix in (load.exec_prefix, load.base_exec_prefix):
-        if prefix:
-            folders.add(_lower(ntpath.join(prefix, "Library", "bin")))
-    return folders
+    return {_lower(load.torch_lib), *(_lower(d) for d in load.dll_directories)}
 
 
 @rule(
@@ -137,14 +133,15 @@ def _python_version(ctx: RuleContext) -> Version | None:
 
 
 def _venv_over_base(facts: WindowsFacts, python: PythonFacts | None) -> str | None:
-    """The base Python's Library\\bin when this is a venv over a base that has one (Anaconda)."""
+    """The base Python's Library\\bin when this is a venv over a base that has one (Anaconda) and
+    the installed torch does not search it (the DLL check's missed_directories)."""
     load = facts.dll_load
     if python is None or not python.is_venv or not load.base_exec_prefix:
         return None
     if _lower(load.base_exec_prefix) == _lower(load.exec_prefix):
         return None
     wanted = _lower(ntpath.join(load.base_exec_prefix, "Library", "bin"))
-    return next((d for d in load.dll_directories if _lower(d) == wanted), None)
+    return next((d for d in load.missed_directories if _lower(d) == wanted), None)
 
 
 @rule(

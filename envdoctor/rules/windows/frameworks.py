@@ -207,10 +207,11 @@ def other_framework_needs_other_cuda_major(ctx: RuleContext) -> Iterator[Hit]:
         if other is not None:
             release = f"{framework.older}, its last release" if framework.older else "a release"
             bound = f" below {other.below}" if other.below else f" from {other.since}" if other.since else ""
+            note = f"; {framework.older_note}" if framework.older_note else ""
             fixes.append(
                 Fix(
                     summary=f"Or install {framework.label}{bound} ({release} built for CUDA "
-                    f"{other.major}), which runs on the CUDA {other.major} DLLs torch brings",
+                    f"{other.major}), which runs on the CUDA {other.major} DLLs torch brings{note}",
                 )
             )
         have = sorted(n for n in available if n.startswith(build.dll.split("64_")[0]))

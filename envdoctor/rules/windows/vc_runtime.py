@@ -167,6 +167,11 @@ def old_msvcp140_loads_first(ctx: RuleContext) -> Iterator[Hit]:
     fixes = list(copy_fixes(ctx, loaded, minimum))
     if not system_ok:
         fixes.extend(redist_fixes())
+    pin = planned_fix(
+        ctx, f"If you cannot update it: torch before {minimum.torch} does not need it", torch="2.8.0"
+    )
+    if pin is not None:
+        fixes.append(pin)
     why = {
         APP_DIR: "python.exe's own folder is searched before System32",
         TORCH_LIB: "torch\\lib is searched before System32",
