@@ -15,6 +15,7 @@ set. On other systems it stops at once (NotApplicable).
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import ntpath
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -373,7 +374,7 @@ def _expand(host: Host, root: str, pattern: str) -> list[str]:
     for part in pattern.split("\\"):
         if not part:
             continue
-        if part != "*":
+        if "*" not in part:
             folders = [ntpath.join(f, part) for f in folders]
             continue
         deeper: list[str] = []
@@ -381,9 +382,10 @@ def _expand(host: Host, root: str, pattern: str) -> list[str]:
             if not host.is_dir(folder):
                 continue
             try:
-                deeper += [ntpath.join(folder, n) for n in host.list_dir(folder)]
+                names = host.list_dir(folder)
             except OSError:
                 continue
+            deeper += [ntpath.join(folder, n) for n in names if fnmatch.fnmatch(n.lower(), part.lower())]
         folders = deeper
     return folders
 

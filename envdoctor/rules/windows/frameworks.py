@@ -89,7 +89,7 @@ def other_framework_cuda_dlls_load_first(ctx: RuleContext) -> Iterator[Hit]:
     facts = ctx.need(WindowsFacts)
     frameworks = installed_frameworks(facts)
     copies = _foreign_copies(facts)
-    if not frameworks or not copies or not facts.torch_cuda_dlls:
+    if not frameworks or not copies or not facts.torch_cuda_dlls or torch_version(ctx) is None:
         return
     names = ", ".join(f"{f.label} {v}" for f, v in frameworks)
     lines = [f"{t.path} {t.version} vs torch\\lib's {o.version}" for t, o in copies]
@@ -191,7 +191,7 @@ def _major_of(variant: str) -> int | None:
 def other_framework_needs_other_cuda_major(ctx: RuleContext) -> Iterator[Hit]:
     facts = ctx.need(WindowsFacts)
     torch = ctx.need(TorchFacts)
-    if not torch.installed:
+    if not torch.installed or torch_version(ctx) is None:
         return
     available = _available(facts)
     torch_major = _cuda_major(torch)
