@@ -389,3 +389,22 @@ def test_the_knowledge_of_the_long_tail() -> None:
     assert fbgemm is not None and str(fbgemm.older_release) == "2.3.1" and fbgemm.matches("FBGEMM.dll", 126)
     assert knowledge.openmp().workaround_variable == "KMP_DUPLICATE_LIB_OK"
     assert {f.package for f in knowledge.bundled_runtime().folders} >= {"PyQt5", "PyQt6", "pyzmq"}
+
+
+def test_a_cudnn_copied_into_system32_is_renamed_not_taken_off_path() -> None:
+    scenario = SCENARIOS["win11-torch291-vc-redist-1436-winerror-1114"]()
+    scenario.machine.file("C:\\Windows\\System32\\cudnn64_9.dll", version="9.0.0.312")
+    scenario.machine.file(f"{TORCH_LIB}\\cudnn64_9.dll", version="9.8.0.87")
+    facts = _collect(scenario)
+    assert [(f.origin, f.version) for f in facts.cuda_dlls_on_path] == [("system32", "9.0.0.312")]
+    data = _base()
+    windows_facts = _probe(data, "windows")
+    windows_facts["torch_cuda_dlls"] = [_cuda(TORCH_LIB, "cudnn64_9.dll", "9.8.0.87", "torch_lib")]
+    windows_facts["cuda_dlls_on_path"] = [
+        _cuda("C:\\Windows\\System32", "cudnn64_9.dll", "9.0.0.312", "system32")
+    ]
+    found = _findings(data)["ED608"]
+    assert "cudnn64_9.dll 9.0.0.312 in System32 vs torch's 9.8.0.87" in found.detail
+    assert _commands(found) == [
+        "Rename-Item -LiteralPath 'C:\\Windows\\System32\\cudnn64_9.dll' -NewName 'cudnn64_9.dll.bak'"
+    ]  # System32 itself stays on PATH

@@ -52,6 +52,7 @@ class DeeperFiles:
     torch_through: Version | None
     length: int | None = None  # below site-packages
     dist_info_licenses: int | None = None  # below the dist-info folder, whose name has the version
+    nightly_dist_info_name: int | None = None  # that folder's name for a nightly, when none is installed
 
 
 @dataclass(frozen=True)
@@ -63,10 +64,14 @@ class PathLimits:
     deeper: tuple[DeeperFiles, ...] = ()
 
     def torch_longest(self, torch_version: str | None) -> int:
-        """The length below site-packages of the deepest file torch `torch_version` installs."""
+        """The length below site-packages of the deepest file torch `torch_version` installs; for
+        None (torch not installed yet), of the current releases, counted with a nightly's name."""
         longest = self.torch_longest_relative_path
         wanted = parse_version((torch_version or "").split("+", 1)[0])
         if wanted is None or not torch_version:
+            for row in self.deeper:
+                if row.torch_through is None and row.dist_info_licenses and row.nightly_dist_info_name:
+                    longest = max(longest, row.nightly_dist_info_name + 1 + row.dist_info_licenses)
             return longest
         for row in self.deeper:
             if wanted < row.torch_from or (row.torch_through is not None and wanted > row.torch_through):
@@ -140,6 +145,7 @@ def path_limits() -> PathLimits:
                 torch_through=Version(r["torch_through"]) if r.get("torch_through") else None,
                 length=r.get("length"),
                 dist_info_licenses=r.get("dist_info_licenses"),
+                nightly_dist_info_name=r.get("nightly_dist_info_name"),
             )
             for r in row.get("deeper") or ()
         ),

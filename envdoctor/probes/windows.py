@@ -145,7 +145,7 @@ class WindowsFacts:
     redist: tuple[RedistRegistration, ...] = ()
     runtime_files: tuple[DllFile, ...] = ()  # the VC++ runtime DLLs wherever found
     openmp_files: tuple[DllFile, ...] = ()  # libiomp5md.dll copies torch could meet
-    cuda_dlls_on_path: tuple[DllFile, ...] = ()
+    cuda_dlls_on_path: tuple[DllFile, ...] = ()  # in PATH folders, System32 among them
     torch_cuda_dlls: tuple[DllFile, ...] = ()
     store_python: bool = False
     long_paths_enabled: bool | None = None
@@ -315,7 +315,10 @@ class _Scanner:
                 self.runtime.append(self._file(folder, name, origin, index))
             elif lower == self.openmp_name:
                 self.openmp.append(self._file(folder, name, origin, index))
-            elif origin in (TORCH_LIB, PATH) and cuda_libraries.family_of(name, "windows") is not None:
+            elif (
+                origin in (TORCH_LIB, SYSTEM32, PATH)
+                and cuda_libraries.family_of(name, "windows") is not None
+            ):
                 self.cuda.append(self._file(folder, name, origin, index))
 
     def _file(self, folder: str, name: str, origin: str, index: int | None) -> DllFile:
@@ -493,7 +496,8 @@ def collect(ctx: ProbeContext) -> WindowsFacts:
 
     markers = knowledge.path_limits().store_python_markers
     where = " ".join([ctx.target.interpreter.path, info.executable, info.prefix, app_dir])
-    cuda_on_path = tuple(f for f in scanner.cuda if f.origin == PATH)
+    # System32 is on PATH too (and searched before it): a cuDNN copied there shadows like one on PATH.
+    cuda_on_path = tuple(f for f in scanner.cuda if f.origin in (SYSTEM32, PATH))
     return WindowsFacts(
         system32=system32,
         dll_load=dll_load,

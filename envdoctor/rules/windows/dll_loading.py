@@ -11,6 +11,7 @@ from envdoctor.model.findings import Fix, Severity
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.probes.windows import PATH, SYSTEM32, DllFile, DllStatus, WindowsFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
+from envdoctor.rules.env_edits import powershell_quote
 from envdoctor.rules.fixes import planned_fix
 from envdoctor.rules.windows.dlls import (
     copy_fixes,
@@ -166,11 +167,12 @@ def shadowing_cuda(facts: WindowsFacts) -> Iterator[DllFile]:
     needs=(WindowsFacts,),
     consequence_of=("ED611", "ED613"),
     doc=RuleDoc(
-        what="cudnn*, cublas*, cudart*, nvJitLink*, cusparse* DLLs in PATH folders against the "
-        "same-named DLLs in torch\\lib (file versions), and CUDA DLLs the DLL check saw loaded "
-        "from PATH.",
+        what="cudnn*, cublas*, cudart*, nvJitLink*, cusparse* DLLs in PATH folders (System32 "
+        "among them) against the same-named DLLs in torch\\lib (file versions), and CUDA DLLs the "
+        "DLL check saw loaded from PATH.",
         why="A same-named DLL loaded through PATH first wins for the whole process: [WinError 127].",
-        fix="Remove the old CUDA/cuDNN folders from PATH (the exact edit is shown).",
+        fix="Remove the old CUDA/cuDNN folders from PATH (the exact edit is shown); rename a copy "
+        "someone put into System32.",
         example="CUDA v12.1\\bin on PATH with cublas64_12.dll 12.1 while torch bundles 12.4.",
     ),
 )
@@ -185,6 +187,25 @@ def cuda_dlls_on_path_shadow_torch(ctx: RuleContext) -> Iterator[Hit]:
         own = torch_dlls.get(file.name)
         theirs = f"{ntpath.basename(file.path)} {file.version or '?'} in {where(file)}"
         lines.append(theirs + (f" vs torch's {own.version}" if own else ", loaded into the DLL check"))
+    fixes = list(
+        folder_removal(
+            ctx, found, "(builds still find a toolkit through CUDA_PATH/CUDA_HOME; torch needs none)"
+        )
+    )
+    strays = [f for f in found if f.origin == SYSTEM32]
+    if strays:
+        fixes.append(
+            Fix(
+                summary="Rename the copies in System32 (PowerShell as administrator): they were copied "
+                "there by hand or by another program's installer, and every process gets them first",
+                commands=tuple(
+                    f"Rename-Item -LiteralPath {powershell_quote(f.path)} -NewName "
+                    f"{powershell_quote(ntpath.basename(f.path) + '.bak')}"
+                    for f in strays
+                ),
+                link="https://github.com/pytorch/pytorch/issues/20202",
+            )
+        )
     yield Hit(
         title="CUDA DLLs on PATH have the names of torch's own but other versions",
         detail="; ".join(lines) + ". torch finds its copies in torch\\lib first, but whatever loads "
@@ -192,7 +213,5 @@ def cuda_dlls_on_path_shadow_torch(ctx: RuleContext) -> Iterator[Hit]:
         "ONNX Runtime / an older CUDA app in the same process) wins for the whole process, and "
         "torch then fails with [WinError 127] (a missing procedure).",
         evidence=tuple(lines),
-        fixes=folder_removal(
-            ctx, found, "(builds still find a toolkit through CUDA_PATH/CUDA_HOME; torch needs none)"
-        ),
+        fixes=tuple(fixes),
     )

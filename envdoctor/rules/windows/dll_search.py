@@ -94,7 +94,7 @@ def torch_mkl_dlls_outside_its_dll_search(ctx: RuleContext) -> Iterator[Hit]:
     )
     if upgrade is not None:
         fixes.append(upgrade)
-    newest = planned_fix(ctx, "Or the newest torch that fits this machine", want_cuda=wants)
+    newest = planned_fix(ctx, "The newest torch that fits this machine", want_cuda=wants)
     if newest is not None:
         fixes.append(newest)
     if facts.install_scope == SCOPE_TARGET and outside:
@@ -106,7 +106,7 @@ def torch_mkl_dlls_outside_its_dll_search(ctx: RuleContext) -> Iterator[Hit]:
         )
     fixes.append(
         Fix(
-            summary="Or install torch into a virtual environment instead of the user scheme or a target "
+            summary="Install torch into a virtual environment instead of the user scheme or a target "
             "folder (the mkl DLLs then land in the environment's Library\\bin)",
             commands=(f"py -m venv {VENV_FOLDER}", f"{VENV_FOLDER}\\Scripts\\activate"),
         )
@@ -184,12 +184,12 @@ def torch_too_old_for_this_dll_search(ctx: RuleContext) -> Iterator[Hit]:
         if planned is not None:
             fixes.append(planned)
         if fix.condition == "python38":
-            fixes.append(Fix(summary=f"Or, to keep torch {installed}, use it from a Python 3.7 environment"))
+            fixes.append(Fix(summary=f"To keep torch {installed}, use it from a Python 3.7 environment"))
             situation = f"Python {python_version}"
         else:
             fixes.append(
                 Fix(
-                    summary=f"Or, to keep torch {installed}, create the environment with the base Python's "
+                    summary=f"To keep torch {installed}, create the environment with the base Python's "
                     "own tools (conda create) rather than a venv over it",
                 )
             )

@@ -109,7 +109,7 @@ def other_framework_cuda_dlls_load_first(ctx: RuleContext) -> Iterator[Hit]:
         folders = sorted({ntpath.dirname(t.path) for t, _ in copies if t.package == "nvidia"})
         fixes.append(
             Fix(
-                summary="Or let both use one cuDNN/cuBLAS: the nvidia-* wheels in "
+                summary="Let both use one cuDNN/cuBLAS: the nvidia-* wheels in "
                 + ", ".join(folders)
                 + " came with the other framework; remove them only if it runs on torch's copies "
                 "(PaddlePaddle/Paddle#66947), or install the versions torch bundles",
@@ -210,7 +210,7 @@ def other_framework_needs_other_cuda_major(ctx: RuleContext) -> Iterator[Hit]:
             note = f"; {framework.older_note}" if framework.older_note else ""
             fixes.append(
                 Fix(
-                    summary=f"Or install {framework.label}{bound} ({release} built for CUDA "
+                    summary=f"Install {framework.label}{bound} ({release} built for CUDA "
                     f"{other.major}), which runs on the CUDA {other.major} DLLs torch brings{note}",
                 )
             )

@@ -84,16 +84,23 @@ def long_paths_disabled(ctx: RuleContext) -> Iterator[Hit]:
     limits = knowledge.path_limits()
     if folder is None:
         return
-    deepest = limits.torch_longest(torch_version(ctx))
+    version = torch_version(ctx)
+    deepest = limits.torch_longest(version)
     longest = len(folder) + 1 + deepest
     if longest < limits.max_path:
         return
+    whose = (
+        f"torch {version}'s deepest file adds {deepest} more"
+        if version
+        else f"the deepest file of a current torch (its dist-info license tree, with a nightly's "
+        f"folder name) would add {deepest} more"
+    )
     yield Hit(
         title=f"long paths are disabled and torch's files would need {longest} characters",
-        detail=f"torch installs into {folder} ({len(folder)} characters); its deepest file adds "
-        f"{deepest} more, past Windows' {limits.max_path}-character "
-        "limit (LongPathsEnabled = 0). pip then fails part-way ('No such file or directory' for "
-        "a header under torch\\include) and leaves a broken torch.",
+        detail=f"torch installs into {folder} ({len(folder)} characters); {whose}, past Windows' "
+        f"{limits.max_path}-character limit (LongPathsEnabled = 0). pip then fails part-way ('No such "
+        "file or directory', or [WinError 206] The filename or extension is too long) and leaves a "
+        "broken torch.",
         evidence=("LongPathsEnabled = 0", f"install folder: {folder}"),
         fixes=(
             Fix(
@@ -105,7 +112,8 @@ def long_paths_disabled(ctx: RuleContext) -> Iterator[Hit]:
                 link=LONG_PATHS_DOCS,
             ),
             Fix(
-                summary="Use a virtual environment in a short folder instead",
+                summary="Use a virtual environment in a short folder instead (a short conda "
+                "environment path does the same)",
                 commands=("py -m venv C:\\venvs\\torch",),
             ),
         ),

@@ -194,7 +194,7 @@ def _regression_hit(
     if known.older_release is not None:
         older = planned_fix(
             ctx,
-            f"Or go back to torch {known.older_release}, from before the regression",
+            f"Go back to torch {known.older_release}, from before the regression",
             torch=str(known.older_release),
             want_cuda=wants,
         )

@@ -81,7 +81,7 @@ def duplicate_openmp_runtime(ctx: RuleContext) -> Iterator[Hit]:
         )
     fixes.append(
         Fix(
-            summary="Or keep torch's copy and rename the other one (PowerShell), then restart Python; a "
+            summary="Keep torch's copy and rename the other one (PowerShell), then restart Python; a "
             "later conda update may bring it back, and a program that imports NumPy before torch "
             "then needs torch's copy found first: " + ", ".join(f.path for f in others),
             commands=tuple(_rename(f) for f in others),

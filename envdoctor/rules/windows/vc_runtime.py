@@ -226,13 +226,13 @@ def _bundled_copies(ctx: RuleContext) -> Iterator[Hit]:
             link="https://github.com/JiaxinWang123/StoManager1/issues/50",
         ),
         Fix(
-            summary=f"Or update {', '.join(names)} to a release that ships msvcp140.dll >= "
+            summary=f"Update {', '.join(names)} to a release that ships msvcp140.dll >= "
             f"{minimum.minimum} or links the runtime statically (pyzmq does since zeromq/pyzmq#2012); "
             "see a copy's version with PowerShell: "
             + "; ".join(f"(Get-Item {powershell_quote(f.path)}).VersionInfo.FileVersion" for f in old[:2]),
         ),
         Fix(
-            summary="Or load torch in a separate process from the GUI (a worker started before Qt is "
+            summary="Load torch in a separate process from the GUI (a worker started before Qt is "
             "imported), as setiastro/setiastrosuitepro#97 did",
         ),
     ]
