@@ -72,8 +72,10 @@ def test_fbgemm_in_torch_240_is_a_known_regression_with_the_fixed_release() -> N
     findings = _findings(SCENARIOS["win11-torch240-fbgemm-libomp140-winerror-126"]())
     cause = findings["ED610"]
     assert "libomp140.x86_64.dll" in cause.title and "fixed in 2.4.1" in cause.detail
-    first, newest = cause.fixes
+    first, newest, older = cause.fixes
     assert "torch==2.4.1" in first.commands[0] and "torch==2.13.0" in newest.commands[0]
+    # Going back to the release before the regression works too (LykosAI/StabilityMatrix#777).
+    assert "torch==2.3.1" in older.commands[0] and "from before the regression" in older.summary
     assert findings["ED604"].folded_under == "ED610"
     # The redistributable 14.40 is there and new enough: ED604 on its own no longer prescribes it.
     alone = _alone(SCENARIOS["win11-torch240-fbgemm-libomp140-winerror-126"](), "ED604")

@@ -4,9 +4,11 @@ Standard library only, old syntax (it runs in whatever Python the user has). It 
 without importing it, hands torch's folders to os.add_dll_directory as torch/__init__.py does,
 loads c10.dll first and then the rest of torch\\lib with LoadLibraryExW and the same flags (with
 torch's PATH fallback after error 126), and reports every failure with its WinError, plus the
-file behind each runtime and CUDA DLL that ended up in the process. Records, one JSON object per
-line, flushed at once: {"record": "stage", "dll": ...} before each load (a crash names the DLL),
-then one {"record": "dll", ...}.
+file behind each runtime and CUDA DLL that ended up in the process. It also says where the user
+scheme lives (pip --user installs there) and, read from their metadata without importing them, the
+versions of the distributions named on its command line (other frameworks that load CUDA DLLs).
+Records, one JSON object per line, flushed at once: {"record": "stage", "dll": ...} before each load
+(a crash names the DLL), then one {"record": "dll", ...}.
 """
 
 import json
@@ -54,12 +56,49 @@ def find_torch_dir():
     return os.path.dirname(spec.origin)
 
 
-def dll_directories(torch_dir, exec_prefix, base_exec_prefix, userbase, exists=os.path.exists):
-    """The folders torch/__init__.py gives to os.add_dll_directory, in its order."""
+# The releases from which torch/__init__.py adds a folder to its DLL search (its own history): the
+# base Python's Library\\bin under a venv from 1.6 (pytorch/pytorch#39622), the user scheme's from
+# 2.3.1 (pytorch/pytorch#125109). An older torch is checked the way it loads, not the way today's does.
+BASE_PREFIX_FROM = (1, 6)
+USERBASE_FROM = (2, 3, 1)
+
+
+def release_of(text):
+    """(2, 3, 0) from "2.3.0+cu121" or "2.3.0.dev20240101"; None when there is no number."""
+    parts = []
+    for piece in (text or "").split("+", 1)[0].split("."):
+        digits = ""
+        for char in piece:
+            if not char.isdigit():
+                break
+            digits += char
+        if not digits:
+            break
+        parts.append(int(digits))
+        if len(digits) != len(piece):
+            break
+    return tuple(parts) or None
+
+
+def torch_release(torch_dir):
+    """torch's version from torch/version.py, read as text (importing torch is what is checked)."""
+    try:
+        with open(os.path.join(torch_dir, "version.py")) as handle:
+            for line in handle:
+                if line.startswith("__version__"):
+                    return release_of(line.split("=", 1)[1].strip().strip("'\""))
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def dll_directories(torch_dir, exec_prefix, base_exec_prefix, userbase, exists=os.path.exists, release=None):
+    """The folders torch/__init__.py gives to os.add_dll_directory, in its order, for `release`
+    (None: the current torch)."""
     candidates = [os.path.join(torch_dir, "lib"), os.path.join(exec_prefix, "Library", "bin")]
-    if exec_prefix != base_exec_prefix:
+    if exec_prefix != base_exec_prefix and (release is None or release >= BASE_PREFIX_FROM):
         candidates.append(os.path.join(base_exec_prefix, "Library", "bin"))
-    if userbase:
+    if userbase and (release is None or release >= USERBASE_FROM):
         candidates.append(os.path.join(userbase, "Library", "bin"))
     found = []
     for path in candidates:
@@ -103,6 +142,30 @@ def userbase():
         return sysconfig.get_config_var("userbase")
     except Exception:
         return None
+
+
+def user_site():
+    try:
+        import site
+
+        return site.getusersitepackages()
+    except Exception:
+        return None
+
+
+def distribution_versions(names):
+    """{name: version} of the named distributions that are installed (Python 3.8+ metadata)."""
+    try:
+        from importlib import metadata
+    except ImportError:
+        return {}
+    found = {}
+    for name in names:
+        try:
+            found[name] = metadata.version(name)
+        except Exception:  # not installed, or unreadable metadata: not a version to report
+            continue
+    return found
 
 
 def load_all(torch_lib, directories):
@@ -188,13 +251,17 @@ def module_paths():
     return image, paths
 
 
-def main():
+def main(argv=None):
+    names = list(sys.argv[1:] if argv is None else argv)
     report = {
         "status": "ok",
         "executable": sys.executable,
         "exec_prefix": sys.exec_prefix,
         "base_exec_prefix": getattr(sys, "base_exec_prefix", sys.exec_prefix),
         "site_packages": site_folders(),
+        "userbase": userbase(),
+        "user_site": user_site(),
+        "distributions": distribution_versions(names),
     }
     if os.name != "nt":
         report["status"] = "not_windows"
@@ -210,9 +277,15 @@ def main():
         emit("dll", report)
         return 0
     torch_lib = os.path.join(torch_dir, "lib")
-    directories = dll_directories(torch_dir, sys.exec_prefix, report["base_exec_prefix"], userbase())
+    release = torch_release(torch_dir)
+    directories = dll_directories(
+        torch_dir, sys.exec_prefix, report["base_exec_prefix"], report["userbase"], release=release
+    )
     report["torch_lib"] = torch_lib
     report["dll_directories"] = directories
+    # Folders today's torch searches that this older one does not: where its DLLs go missing.
+    current = dll_directories(torch_dir, sys.exec_prefix, report["base_exec_prefix"], report["userbase"])
+    report["missed_directories"] = [d for d in current if d not in directories]
     try:
         attempted, loaded, failures, via_path = load_all(torch_lib, directories)
     except Exception as exc:  # ctypes trouble is a fact to report, not a crash

@@ -5,12 +5,17 @@ msvcp140.dll, vcruntime140.dll and vcruntime140_1.dll in System32 and of every c
 folders searched before it (torch\\lib, python.exe's folder) or after it (torch's DLL directories,
 the environment, PATH); libiomp5md.dll copies; CUDA DLLs on PATH next to torch's own; Store
 Python and the long-path setting; and what loading torch's DLLs in the target interpreter
-(child/dll_probe.py) did. On other systems it stops at once (NotApplicable).
+(child/dll_probe.py) did. Also what other packages bring into the same process: msvcp140.dll
+copies bundled in site-packages (the Qt bindings, pyzmq, ...), the CUDA DLLs of other frameworks
+(the nvidia-* wheels, TensorRT) and their versions, the MKL DLLs and which scheme torch was
+installed in (environment, user, a --target folder), and whether the OpenMP workaround variable is
+set. On other systems it stops at once (NotApplicable).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import ntpath
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -34,6 +39,14 @@ SYSTEM32 = "system32"
 DLL_DIRECTORY = "dll_directory"
 ENV = "env"
 PATH = "path"
+PACKAGE = "package"  # inside a Python package in site-packages (DllFile.package names it)
+OTHER = "other"  # anywhere else (NVIDIA's own cuDNN install folder)
+
+# Which scheme torch was installed in (pip's words): the environment's site-packages, the user's
+# (pip --user), or another folder (pip --target, an add-on's own dependency folder).
+SCOPE_ENVIRONMENT = "environment"
+SCOPE_USER = "user"
+SCOPE_TARGET = "target"
 
 
 class DllStatus(TextEnum):
@@ -68,8 +81,15 @@ class DllFile:
     name: str  # lower-case base name
     path: str
     version: str | None = None
-    origin: str = PATH  # torch_lib, app_dir, system32, dll_directory, env, path
+    origin: str = PATH  # torch_lib, app_dir, system32, dll_directory, env, path, package
     path_index: int | None = None  # position on PATH when origin is path
+    package: str | None = None  # the Python package whose folder holds it, when origin is package
+
+
+@dataclass(frozen=True)
+class Distribution:
+    name: str
+    version: str
 
 
 @dataclass(frozen=True)
@@ -95,6 +115,17 @@ class DllLoadFacts:
     site_packages: tuple[str, ...] = ()
     last_dll: str | None = None  # the DLL being loaded when the child died or hung
     error: str | None = None
+    exec_prefix: str | None = None
+    base_exec_prefix: str | None = None  # differs from exec_prefix inside a venv
+    userbase: str | None = None  # pip --user's scheme: <userbase>\\Library\\bin holds its DLLs
+    user_site: str | None = None
+    distributions: tuple[Distribution, ...] = ()  # the frameworks asked about that are installed
+    # Folders (that exist) today's torch adds to its DLL search and the installed release does not.
+    missed_directories: tuple[str, ...] = ()
+
+    def distribution(self, name: str) -> str | None:
+        key = name.lower().replace("_", "-")
+        return next((d.version for d in self.distributions if d.name.lower() == key), None)
 
     @property
     def first_failure(self) -> DllFailure | None:
@@ -114,13 +145,18 @@ class WindowsFacts:
     redist: tuple[RedistRegistration, ...] = ()
     runtime_files: tuple[DllFile, ...] = ()  # the VC++ runtime DLLs wherever found
     openmp_files: tuple[DllFile, ...] = ()  # libiomp5md.dll copies torch could meet
-    cuda_dlls_on_path: tuple[DllFile, ...] = ()
+    cuda_dlls_on_path: tuple[DllFile, ...] = ()  # in PATH folders, System32 among them
     torch_cuda_dlls: tuple[DllFile, ...] = ()
     store_python: bool = False
     long_paths_enabled: bool | None = None
     torch_dir: str | None = None
     path: tuple[str, ...] = ()  # PATH entries in order (fixes edit it)
     errors: tuple[str, ...] = ()
+    bundled_runtime: tuple[DllFile, ...] = ()  # msvcp140.dll copies inside site-packages packages
+    package_cuda_dlls: tuple[DllFile, ...] = ()  # CUDA DLLs in other frameworks' package folders
+    mkl_files: tuple[DllFile, ...] = ()  # mkl_*.dll in the Library\\bin folders of the schemes
+    install_scope: str | None = None  # environment, user or target; None: torch not found
+    openmp_workaround: str | None = None  # the value of KMP_DUPLICATE_LIB_OK when it is set
 
     def runtime(self, name: str, origin: str | None = None) -> tuple[DllFile, ...]:
         return tuple(
@@ -181,8 +217,28 @@ def _dll_load(
         site_packages=_str_list(raw.get("site_packages")),
         last_dll=stages[-1] if stages and raw.get("status") == "error" else None,
         error=raw.get("error") if isinstance(raw.get("error"), str) else None,
+        exec_prefix=_text(raw.get("exec_prefix")),
+        base_exec_prefix=_text(raw.get("base_exec_prefix")),
+        userbase=_text(raw.get("userbase")),
+        user_site=_text(raw.get("user_site")),
+        distributions=_distributions(raw.get("distributions")),
+        missed_directories=_str_list(raw.get("missed_directories")),
     )
     return facts, raw
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _distributions(value: Any) -> tuple[Distribution, ...]:
+    if not isinstance(value, Mapping):
+        return ()
+    return tuple(
+        Distribution(str(name), str(version))
+        for name, version in sorted(value.items())
+        if isinstance(name, str) and isinstance(version, str)
+    )
 
 
 def _redist(host: Host) -> tuple[tuple[RedistRegistration, ...], list[str]]:
@@ -259,12 +315,115 @@ class _Scanner:
                 self.runtime.append(self._file(folder, name, origin, index))
             elif lower == self.openmp_name:
                 self.openmp.append(self._file(folder, name, origin, index))
-            elif origin in (TORCH_LIB, PATH) and cuda_libraries.family_of(name, "windows") is not None:
+            elif (
+                origin in (TORCH_LIB, SYSTEM32, PATH)
+                and cuda_libraries.family_of(name, "windows") is not None
+            ):
                 self.cuda.append(self._file(folder, name, origin, index))
 
     def _file(self, folder: str, name: str, origin: str, index: int | None) -> DllFile:
         path = ntpath.join(folder, name)
         return DllFile(name.lower(), path, self.host.file_version(path), origin, index)
+
+
+def _dll_names(host: Host, folder: str) -> tuple[str, ...]:
+    """The DLL file names in `folder`; nothing when it is not there (is_dir asks without failing)."""
+    if not host.is_dir(folder):
+        return ()
+    try:
+        return tuple(n for n in host.list_dir(folder) if n.lower().endswith(".dll"))
+    except OSError:
+        return ()
+
+
+def _site_folders(load: DllLoadFacts, torch_dir: str | None) -> list[str]:
+    """The site-packages folders of the examined Python, and the one torch sits in."""
+    found: list[str] = []
+    for folder in (*load.site_packages, ntpath.dirname(torch_dir) if torch_dir else None):
+        if folder and folder.rstrip("\\").lower() not in {f.rstrip("\\").lower() for f in found}:
+            found.append(folder)
+    return found
+
+
+def _bundled_runtime(host: Host, sites: list[str]) -> tuple[DllFile, ...]:
+    """msvcp140.dll copies that packages carry under its plain name (windows.json bundled_runtime):
+    the one a package loads when imported is the one every later DLL in the process gets."""
+    info = knowledge.bundled_runtime()
+    found: list[DllFile] = []
+    for site in sites:
+        folders = [(ntpath.join(site, f.folder), f.package) for f in info.folders]
+        if host.is_dir(site):
+            try:
+                names = host.list_dir(site)
+            except OSError:
+                names = ()
+            folders += [
+                (ntpath.join(site, n), n[: -len(info.vendored_suffix)])
+                for n in names
+                if n.lower().endswith(info.vendored_suffix)
+            ]
+        for folder, package in folders:
+            for name in _dll_names(host, folder):
+                if name.lower() == info.dll:
+                    path = ntpath.join(folder, name)
+                    found.append(DllFile(info.dll, path, host.file_version(path), PACKAGE, None, package))
+    return tuple(found)
+
+
+def _expand(host: Host, root: str, pattern: str) -> list[str]:
+    """The folders under `root` that `pattern` names, one folder level per "*" ("nvidia\\*\\bin");
+    listing only folders that are there."""
+    folders = [root]
+    for part in pattern.split("\\"):
+        if not part:
+            continue
+        if "*" not in part:
+            folders = [ntpath.join(f, part) for f in folders]
+            continue
+        deeper: list[str] = []
+        for folder in folders:
+            if not host.is_dir(folder):
+                continue
+            try:
+                names = host.list_dir(folder)
+            except OSError:
+                continue
+            deeper += [ntpath.join(folder, n) for n in names if fnmatch.fnmatch(n.lower(), part.lower())]
+        folders = deeper
+    return folders
+
+
+def _package_cuda_dlls(host: Host, sites: list[str], program_files: str) -> tuple[DllFile, ...]:
+    """CUDA DLLs other frameworks load: site-packages\\nvidia\\<lib>\\bin (the nvidia-* wheels
+    Paddle and ONNX Runtime use), tensorrt_libs, and NVIDIA's own cuDNN install folders."""
+    info = knowledge.frameworks()
+    places = [(site, pattern) for site in sites for pattern in info.dll_folders]
+    places += [(program_files, pattern) for pattern in info.system_dll_folders]
+    found: list[DllFile] = []
+    for root, pattern in places:
+        for folder in _expand(host, root, pattern):
+            inside = folder[len(root) :].strip("\\").split("\\")
+            in_site = root in sites
+            package = inside[0] if in_site and inside[0] else None
+            origin = PACKAGE if in_site else OTHER
+            for name in _dll_names(host, folder):
+                if cuda_libraries.family_of(name, "windows") is not None:
+                    path = ntpath.join(folder, name)
+                    found.append(DllFile(name.lower(), path, host.file_version(path), origin, None, package))
+    return tuple(found)
+
+
+def _install_scope(load: DllLoadFacts, torch_dir: str | None) -> str | None:
+    if not torch_dir:
+        return None
+    where = ntpath.dirname(torch_dir).rstrip("\\").lower()
+    user = (load.user_site or "").rstrip("\\").lower()
+    if user and where == user:
+        return SCOPE_USER
+    environment = [s.rstrip("\\").lower() for s in load.site_packages if s.rstrip("\\").lower() != user]
+    if not environment or where in environment:
+        return SCOPE_ENVIRONMENT
+    return SCOPE_TARGET
 
 
 def _origin_of(path: str, known: Mapping[str, tuple[str, int | None]]) -> tuple[str, int | None]:
@@ -279,7 +438,8 @@ def collect(ctx: ProbeContext) -> WindowsFacts:
     # Most of the probe's time, so that a hang is reported as this area's fact, not lost to the
     # probe's deadline (--timeout 5 used to leave a 30 s child behind).
     timeout = ctx.options.child_limit(PROBE.timeout, _CHILD_TIMEOUT, share=0.75)
-    outcome = host.python_json(ctx.target.interpreter.path, "dll_probe.py", (), timeout)
+    asked = tuple(f.dist for f in knowledge.frameworks().packages)
+    outcome = host.python_json(ctx.target.interpreter.path, "dll_probe.py", asked, timeout)
     dll_load, raw = _dll_load(outcome, timeout)
     system_root = host.env.get("SystemRoot") or host.env.get("SYSTEMROOT") or "C:\\Windows"
     system32 = ntpath.join(system_root, "System32")
@@ -302,6 +462,21 @@ def collect(ctx: ProbeContext) -> WindowsFacts:
     entries = [p.strip().strip('"') for p in path_value.split(";") if p.strip()]
     for index, entry in enumerate(entries):
         scanner.scan(entry, PATH, index)
+    torch_dir = ntpath.dirname(torch_lib) if torch_lib else None
+    scope = _install_scope(dll_load, torch_dir)
+    # The MKL DLLs of a --user or --target install live in that scheme's own Library\\bin.
+    schemes = [ntpath.join(info.prefix, "Library", "bin")]
+    if dll_load.userbase:
+        schemes.append(ntpath.join(dll_load.userbase, "Library", "bin"))
+    if scope == SCOPE_TARGET and torch_dir:
+        schemes.append(ntpath.join(ntpath.dirname(torch_dir), "Library", "bin"))
+    mkl = [
+        DllFile(name.lower(), ntpath.join(folder, name), None, ENV)
+        for folder in schemes
+        for name in _dll_names(host, folder)
+        if name.lower().startswith(knowledge.user_install_mkl().mkl_prefix)
+    ]
+    sites = _site_folders(dll_load, torch_dir)
 
     # Each module the child saw loaded gets its file version and the origin of its folder.
     known: dict[str, tuple[str, int | None]] = {}
@@ -321,8 +496,8 @@ def collect(ctx: ProbeContext) -> WindowsFacts:
 
     markers = knowledge.path_limits().store_python_markers
     where = " ".join([ctx.target.interpreter.path, info.executable, info.prefix, app_dir])
-    torch_dir = ntpath.dirname(torch_lib) if torch_lib else None
-    cuda_on_path = tuple(f for f in scanner.cuda if f.origin == PATH)
+    # System32 is on PATH too (and searched before it): a cuDNN copied there shadows like one on PATH.
+    cuda_on_path = tuple(f for f in scanner.cuda if f.origin in (SYSTEM32, PATH))
     return WindowsFacts(
         system32=system32,
         dll_load=dll_load,
@@ -336,6 +511,13 @@ def collect(ctx: ProbeContext) -> WindowsFacts:
         torch_dir=torch_dir,
         path=tuple(entries),
         errors=tuple(errors),
+        bundled_runtime=_bundled_runtime(host, sites),
+        package_cuda_dlls=_package_cuda_dlls(
+            host, sites, host.env.get("ProgramFiles") or "C:\\Program Files"
+        ),
+        mkl_files=tuple(mkl),
+        install_scope=scope,
+        openmp_workaround=host.env.get(knowledge.openmp().workaround_variable) or None,
     )
 
 

@@ -11,6 +11,7 @@ from envdoctor.model.findings import Fix, Severity
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.probes.windows import PATH, SYSTEM32, DllFile, DllStatus, WindowsFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
+from envdoctor.rules.env_edits import powershell_quote
 from envdoctor.rules.fixes import planned_fix
 from envdoctor.rules.windows.dlls import (
     copy_fixes,
@@ -48,15 +49,16 @@ def reinstall_fix(ctx: RuleContext) -> Fix | None:
     severity=Severity.ERROR,
     summary="one of torch's DLLs does not load (WinError 126/127/1114) in the target Python",
     needs=(WindowsFacts,),
-    consequence_of=("ED601", "ED602", "ED603", "ED609", "ED610", "ED611"),
+    consequence_of=("ED601", "ED602", "ED603", "ED609", "ED610", "ED611", "ED612", "ED615"),
     doc=RuleDoc(
         what="Loads every DLL in torch\\lib like import torch does (torch's add_dll_directory "
         "set, LoadLibraryExW with the same flags and PATH fallback), c10.dll first, in a child "
         "of the target interpreter, and reports the first failure with its WinError.",
         why="import torch names whichever DLL it tried first; loading c10.dll first and "
         "reporting the loaded runtime copies shows the real culprit.",
-        fix="In this order: the VC++ redistributable, PATH entries that bring foreign DLLs, a "
-        "clean reinstall matched to the Python and the CUDA driver.",
+        fix="In this order: the VC++ redistributable, PATH entries that bring foreign DLLs, the "
+        "Intel OpenMP runtime when no libiomp5md.dll is anywhere torch looks (old torch builds "
+        "did not bundle it), a clean reinstall matched to the Python and the CUDA driver.",
         example='OSError: [WinError 1114] ... Error loading "...\\torch\\lib\\c10.dll" or one '
         "of its dependencies.",
     ),
@@ -105,7 +107,25 @@ def torch_dll_load_fails(ctx: RuleContext) -> Iterator[Hit]:
         fixes.extend(redist_fixes())
     suspects = [f for f in facts.runtime_files if f.origin == PATH] + list(shadowing_cuda(facts))
     fixes.extend(folder_removal(ctx, suspects, "(foreign DLLs torch may pick up)"))
+    no_openmp = load.status == DllStatus.FAILED and not facts.openmp_files and load.torch_lib is not None
+    if no_openmp:
+        detail += (
+            f" No Intel OpenMP runtime ({knowledge.openmp_dll()}) is in torch\\lib, the environment or "
+            "on PATH: torch's DLLs need it, and torch builds that do not bundle it (the Windows "
+            "wheels of torch 1.0 and before, some conda builds) fail like this without the "
+            "intel-openmp package (or NumPy+MKL) in the environment."
+        )
     reinstall = reinstall_fix(ctx)
+    if no_openmp:
+        fixes.append(
+            Fix(
+                summary="Give torch its Intel OpenMP runtime: a current torch wheel bundles "
+                f"{knowledge.openmp_dll()} in torch\\lib (the clean reinstall below); for a torch that "
+                "does not, install the intel-openmp package (pip or conda) into this environment, as "
+                "pytorch/pytorch#4518 and #17203 did",
+                link="https://github.com/pytorch/pytorch/issues/4518",
+            )
+        )
     if reinstall is not None:
         fixes.append(reinstall)
     yield Hit(title=title, detail=detail, evidence=evidence, fixes=tuple(fixes))
@@ -145,13 +165,14 @@ def shadowing_cuda(facts: WindowsFacts) -> Iterator[DllFile]:
     severity=Severity.WARNING,
     summary="cuDNN/cuBLAS DLLs on PATH share names with torch's own but are other versions",
     needs=(WindowsFacts,),
-    consequence_of=("ED611",),
+    consequence_of=("ED611", "ED613"),
     doc=RuleDoc(
-        what="cudnn*, cublas*, cudart*, nvJitLink*, cusparse* DLLs in PATH folders against the "
-        "same-named DLLs in torch\\lib (file versions), and CUDA DLLs the DLL check saw loaded "
-        "from PATH.",
+        what="cudnn*, cublas*, cudart*, nvJitLink*, cusparse* DLLs in PATH folders (System32 "
+        "among them) against the same-named DLLs in torch\\lib (file versions), and CUDA DLLs the "
+        "DLL check saw loaded from PATH.",
         why="A same-named DLL loaded through PATH first wins for the whole process: [WinError 127].",
-        fix="Remove the old CUDA/cuDNN folders from PATH (the exact edit is shown).",
+        fix="Remove the old CUDA/cuDNN folders from PATH (the exact edit is shown); rename a copy "
+        "someone put into System32.",
         example="CUDA v12.1\\bin on PATH with cublas64_12.dll 12.1 while torch bundles 12.4.",
     ),
 )
@@ -166,6 +187,25 @@ def cuda_dlls_on_path_shadow_torch(ctx: RuleContext) -> Iterator[Hit]:
         own = torch_dlls.get(file.name)
         theirs = f"{ntpath.basename(file.path)} {file.version or '?'} in {where(file)}"
         lines.append(theirs + (f" vs torch's {own.version}" if own else ", loaded into the DLL check"))
+    fixes = list(
+        folder_removal(
+            ctx, found, "(builds still find a toolkit through CUDA_PATH/CUDA_HOME; torch needs none)"
+        )
+    )
+    strays = [f for f in found if f.origin == SYSTEM32]
+    if strays:
+        fixes.append(
+            Fix(
+                summary="Rename the copies in System32 (PowerShell as administrator): they were copied "
+                "there by hand or by another program's installer, and every process gets them first",
+                commands=tuple(
+                    f"Rename-Item -LiteralPath {powershell_quote(f.path)} -NewName "
+                    f"{powershell_quote(ntpath.basename(f.path) + '.bak')}"
+                    for f in strays
+                ),
+                link="https://github.com/pytorch/pytorch/issues/20202",
+            )
+        )
     yield Hit(
         title="CUDA DLLs on PATH have the names of torch's own but other versions",
         detail="; ".join(lines) + ". torch finds its copies in torch\\lib first, but whatever loads "
@@ -173,7 +213,5 @@ def cuda_dlls_on_path_shadow_torch(ctx: RuleContext) -> Iterator[Hit]:
         "ONNX Runtime / an older CUDA app in the same process) wins for the whole process, and "
         "torch then fails with [WinError 127] (a missing procedure).",
         evidence=tuple(lines),
-        fixes=folder_removal(
-            ctx, found, "(builds still find a toolkit through CUDA_PATH/CUDA_HOME; torch needs none)"
-        ),
+        fixes=tuple(fixes),
     )

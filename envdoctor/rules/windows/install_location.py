@@ -10,6 +10,7 @@ from envdoctor.knowledge import windows as knowledge
 from envdoctor.model.findings import Fix, Severity
 from envdoctor.probes.windows import WindowsFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
+from envdoctor.rules.windows.dlls import torch_version
 
 LONG_PATHS_DOCS = "https://learn.microsoft.com/en-us/windows/win32/fileio/maximum-file-path-limitation"
 PYTHON_DOWNLOADS = "https://www.python.org/downloads/windows/"
@@ -68,7 +69,8 @@ def _install_folder(ctx: RuleContext, facts: WindowsFacts) -> str | None:
     needs=(WindowsFacts,),
     doc=RuleDoc(
         what="LongPathsEnabled in HKLM\\SYSTEM\\CurrentControlSet\\Control\\FileSystem, and the "
-        "length of torch's install folder plus its deepest file (119 characters in torch 2.13).",
+        "length of torch's install folder plus its deepest file (windows.json: 119 characters in the "
+        "torch folder; 171 in torch 2.13's dist-info license tree; 123 in torch 1.x's caffe2).",
         why="Past MAX_PATH pip cannot write torch's deepest headers and leaves a broken install.",
         fix="Enable long paths (administrator), or install into a venv in a short folder.",
         example="Store Python: ...\\LocalCache\\local-packages\\Python311\\site-packages (140+ characters).",
@@ -82,15 +84,23 @@ def long_paths_disabled(ctx: RuleContext) -> Iterator[Hit]:
     limits = knowledge.path_limits()
     if folder is None:
         return
-    longest = len(folder) + 1 + limits.torch_longest_relative_path
+    version = torch_version(ctx)
+    deepest = limits.torch_longest(version)
+    longest = len(folder) + 1 + deepest
     if longest < limits.max_path:
         return
+    whose = (
+        f"torch {version}'s deepest file adds {deepest} more"
+        if version
+        else f"the deepest file of a current torch (its dist-info license tree, with a nightly's "
+        f"folder name) would add {deepest} more"
+    )
     yield Hit(
         title=f"long paths are disabled and torch's files would need {longest} characters",
-        detail=f"torch installs into {folder} ({len(folder)} characters); its deepest file adds "
-        f"{limits.torch_longest_relative_path} more, past Windows' {limits.max_path}-character "
-        "limit (LongPathsEnabled = 0). pip then fails part-way ('No such file or directory' for "
-        "a header under torch\\include) and leaves a broken torch.",
+        detail=f"torch installs into {folder} ({len(folder)} characters); {whose}, past Windows' "
+        f"{limits.max_path}-character limit (LongPathsEnabled = 0). pip then fails part-way ('No such "
+        "file or directory', or [WinError 206] The filename or extension is too long) and leaves a "
+        "broken torch.",
         evidence=("LongPathsEnabled = 0", f"install folder: {folder}"),
         fixes=(
             Fix(
@@ -102,7 +112,8 @@ def long_paths_disabled(ctx: RuleContext) -> Iterator[Hit]:
                 link=LONG_PATHS_DOCS,
             ),
             Fix(
-                summary="Use a virtual environment in a short folder instead",
+                summary="Use a virtual environment in a short folder instead (a short conda "
+                "environment path does the same)",
                 commands=("py -m venv C:\\venvs\\torch",),
             ),
         ),

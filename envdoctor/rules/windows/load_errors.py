@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from envdoctor.knowledge import cuda_libraries
 from envdoctor.knowledge import windows as knowledge
 from envdoctor.model.findings import Fix, Severity
 from envdoctor.probes.system import SystemFacts, gib
@@ -126,7 +127,7 @@ def paging_file_too_small(ctx: RuleContext) -> Iterator[Hit]:
     doc=RuleDoc(
         what="A DLL that failed to load, with its WinError, against the known regressions of the "
         "installed torch release (windows.json dll_regressions: torch 2.4.0's fbgemm.dll needs "
-        "libomp140.x86_64.dll).",
+        "libomp140.x86_64.dll; wheels that left CUDA DLLs out, judged by torch\\lib's files).",
         why="The usual advice (install the VC++ redistributable, reinstall torch) cannot help: the "
         "missing file comes only with Visual Studio's C++ tools, and reinstalling gives the same "
         "wheel. The fixed release does.",
@@ -139,12 +140,46 @@ def torch_release_dll_dependency_missing(ctx: RuleContext) -> Iterator[Hit]:
     if ctx.platform.os != "windows":
         return
     version = torch_version(ctx)
-    for failure in load_failures(ctx):
-        known = knowledge.dll_regression(version, failure.dll)
-        if known is None or known.winerror != failure.winerror:
+    failures = load_failures(ctx)
+    for known in knowledge.dll_regressions(version):
+        failure = next((f for f in failures if known.matches(f.dll, f.winerror)), None)
+        if failure is None:
             continue
-        fixes = []
-        wants = _wants_cuda(ctx)
+        absent = _absent_families(ctx, known)
+        if known.absent_families and absent is None:
+            continue  # torch\\lib does have those libraries: not this packaging defect
+        yield _regression_hit(ctx, known, failure, version, absent or ())
+        return
+
+
+def _absent_families(ctx: RuleContext, known: knowledge.DllRegression) -> tuple[str, ...] | None:
+    """The CUDA library families of `known` that torch\\lib lacks; None when it has one of them (or
+    the DLL check did not list torch\\lib)."""
+    if not known.absent_families:
+        return ()
+    facts = ctx.get(WindowsFacts)
+    if facts is None or facts.dll_load.torch_lib is None:
+        return None
+    present = {
+        family[0]
+        for f in facts.torch_cuda_dlls
+        if (family := cuda_libraries.family_of(ntpath.basename(f.path), "windows")) is not None
+    }
+    if present & set(known.absent_families):
+        return None
+    return known.absent_families
+
+
+def _regression_hit(
+    ctx: RuleContext,
+    known: knowledge.DllRegression,
+    failure: LoadFailure,
+    version: str | None,
+    absent: tuple[str, ...],
+) -> Hit:
+    fixes = []
+    wants = _wants_cuda(ctx)
+    if known.fixed_in is not None:
         same_series = planned_fix(
             ctx,
             f"Upgrade to torch {known.fixed_in}, which fixed it",
@@ -153,20 +188,35 @@ def torch_release_dll_dependency_missing(ctx: RuleContext) -> Iterator[Hit]:
         )
         if same_series is not None:
             fixes.append(same_series)
-        newest = planned_fix(ctx, "The newest torch that fits this machine", want_cuda=wants)
-        if newest is not None:
-            fixes.append(newest)
-        yield Hit(
-            title=f"torch {version}'s {failure.dll} needs {known.missing}, which no VC++ redistributable "
-            "installs",
-            detail=f"{failure.dll} failed with [WinError {failure.winerror}] in {failure.said}. {known.why}. "
-            f"This is a known regression of torch {', '.join(str(v) for v in known.torch)}, fixed in "
-            f"{known.fixed_in}; installing the redistributable or reinstalling the same torch does not "
-            "help, and copying the DLL in from a download site is not needed.",
-            evidence=(f"torch {version}", f"{failure.dll}: WinError {failure.winerror} ({failure.said})"),
-            fixes=tuple(fixes),
+    newest = planned_fix(ctx, "The newest torch that fits this machine", want_cuda=wants)
+    if newest is not None:
+        fixes.append(newest)
+    if known.older_release is not None:
+        older = planned_fix(
+            ctx,
+            f"Go back to torch {known.older_release}, from before the regression",
+            torch=str(known.older_release),
+            want_cuda=wants,
         )
-        return
+        if older is not None:
+            fixes.append(older)
+    lacking = f" torch\\lib has no {', '.join(absent)} DLLs at all." if absent else ""
+    fixed = (
+        f"fixed in {known.fixed_words}"
+        if known.fixed_in is not None
+        else f"not in that build: {known.fixed_words} have them"
+    )
+    return Hit(
+        title=f"torch {version}'s {failure.dll} needs {known.missing}, which this torch release does not "
+        "bring and no VC++ redistributable installs",
+        detail=f"{failure.dll} failed with [WinError {failure.winerror}] in {failure.said}. {known.why}."
+        f"{lacking} This is a known packaging regression of torch "
+        f"{', '.join(str(v) for v in known.torch)}, {fixed}; installing the redistributable or "
+        "reinstalling the same torch does not help, and copying DLLs in from a download site is not "
+        "needed.",
+        evidence=(f"torch {version}", f"{failure.dll}: WinError {failure.winerror} ({failure.said})"),
+        fixes=tuple(fixes),
+    )
 
 
 def _torch_copy(facts: WindowsFacts, name: str) -> DllFile | None:

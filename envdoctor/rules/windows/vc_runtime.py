@@ -1,15 +1,18 @@
 """The Microsoft Visual C++ v14 runtime torch links against: missing (ED601), too old in System32
-for the installed torch (ED602), or an older copy elsewhere that loads first (ED603)."""
+for the installed torch (ED602), or an older copy elsewhere that loads first (ED603): the one the DLL
+check saw, or one a Python package bundles (the Qt bindings, pyzmq) that wins whenever that package
+is imported before torch."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from envdoctor.knowledge import windows as knowledge
-from envdoctor.model.findings import Severity
+from envdoctor.model.findings import Fix, Severity
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.probes.windows import APP_DIR, PATH, SYSTEM32, TORCH_LIB, DllFile, WindowsFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
+from envdoctor.rules.env_edits import powershell_quote
 from envdoctor.rules.fixes import planned_fix
 from envdoctor.rules.windows.dlls import (
     copy_fixes,
@@ -20,6 +23,7 @@ from envdoctor.rules.windows.dlls import (
     too_old,
     torch_version,
 )
+from envdoctor.shell import quote
 
 
 @rule(
@@ -47,11 +51,22 @@ def vc_runtime_missing(ctx: RuleContext) -> Iterator[Hit]:
     if not missing:
         return
     registered = facts.redist_version
-    said = (
-        f"The registry records version {registered}, so the installation is damaged."
-        if registered
-        else "The registry has no v14 redistributable either (both views)."
-    )
+    info = knowledge.vc_redist()
+    version = knowledge.file_version(registered)
+    if (
+        registered
+        and version is not None
+        and version < info.vcruntime140_1_from
+        and missing == ["vcruntime140_1.dll"]
+    ):
+        said = (
+            f"The registry records version {registered}: a Visual Studio 2015/2017 redistributable, "
+            f"older than {info.vcruntime140_1_from} (2019), the first that ships vcruntime140_1.dll."
+        )
+    elif registered:
+        said = f"The registry records version {registered}, so the installation is damaged."
+    else:
+        said = "The registry has no v14 redistributable either (both views)."
     yield Hit(
         title=f"the Microsoft Visual C++ runtime is missing: {', '.join(missing)}",
         detail=f"Neither {facts.system32} nor the folders searched before it hold "
@@ -123,17 +138,22 @@ def vc_runtime_too_old_for_torch(ctx: RuleContext) -> Iterator[Hit]:
     needs=(WindowsFacts, TorchFacts),
     doc=RuleDoc(
         what="Whether the msvcp140.dll torch gets (seen loaded by the DLL check, else the first "
-        "in the search order) is a copy outside System32 older than torch's minimum.",
+        "in the search order) is a copy outside System32 older than torch's minimum; and the "
+        "copies Python packages bundle under that name (the Qt bindings' bin folders, PySide, "
+        "pyzmq, pyarrow, delvewheel's .libs folders), older than it.",
         why="Windows gives every DLL that asks for msvcp140.dll the copy loaded first; a "
         "conda environment's or another package's old copy breaks torch even when the "
-        "system redistributable is new.",
-        fix="Update the package that ships the old copy (conda: vc14_runtime), remove its folder "
-        "from PATH, or import torch first.",
-        example="A conda env with vc14_runtime 14.38 in its root folder, System32 at 14.44, "
-        "torch 2.9.1: [WinError 1114] on c10.dll.",
+        "system redistributable is new. A package's copy is loaded when that package is "
+        "imported: a program that imports PyQt5 before torch fails, the same torch imported "
+        "alone works.",
+        fix="Import torch before that package (first line of the entry script), update the package "
+        "that ships the old copy (conda: vc14_runtime), or remove its folder from PATH.",
+        example="A PyQt5 GUI on torch >= 2.9: main.py imports PyQt5 first and c10.dll fails to "
+        "initialise; importing torch first fixes it (JiaxinWang123/StoManager1#50).",
     ),
 )
 def old_msvcp140_loads_first(ctx: RuleContext) -> Iterator[Hit]:
+    yield from _bundled_copies(ctx)
     found = too_old(ctx)
     if found is None:
         return
@@ -147,6 +167,11 @@ def old_msvcp140_loads_first(ctx: RuleContext) -> Iterator[Hit]:
     fixes = list(copy_fixes(ctx, loaded, minimum))
     if not system_ok:
         fixes.extend(redist_fixes())
+    pin = planned_fix(
+        ctx, f"If you cannot update it: torch before {minimum.torch} does not need it", torch="2.8.0"
+    )
+    if pin is not None:
+        fixes.append(pin)
     why = {
         APP_DIR: "python.exe's own folder is searched before System32",
         TORCH_LIB: "torch\\lib is searched before System32",
@@ -166,5 +191,65 @@ def old_msvcp140_loads_first(ctx: RuleContext) -> Iterator[Hit]:
         f"Installing the redistributable does not help while this copy loads first. Caveat: "
         f"{minimum.caveat}",
         evidence=_evidence(loaded, observed, facts),
+        fixes=tuple(fixes),
+    )
+
+
+def _import_name(file: DllFile) -> str:
+    """What a program imports to load `file`'s package: its folder under site-packages."""
+    return file.package or "that package"
+
+
+def _bundled_copies(ctx: RuleContext) -> Iterator[Hit]:
+    """Packages whose own msvcp140.dll is older than this torch needs: whichever is imported first
+    serves every later DLL, so torch fails whenever one of them comes before it."""
+    facts = ctx.need(WindowsFacts)
+    minimum = knowledge.runtime_minimum(torch_version(ctx))
+    if minimum is None:
+        return
+    old = [
+        f
+        for f in facts.bundled_runtime
+        if (version := knowledge.file_version(f.version)) is not None and version < minimum.minimum
+    ]
+    if not old:
+        return
+    names = list(dict.fromkeys(_import_name(f) for f in old))
+    python = quote(ctx.interpreter.path, "windows")
+    first = names[0]
+    fixes = [
+        Fix(
+            summary=f"Import torch before {', '.join(names)}: put `import torch` above the first "
+            f"import of {first} in the program's entry script (or its __init__), so that torch's "
+            f"requirement is met by System32's msvcp140.dll before {first} maps its own",
+            commands=(f'{python} -c "import torch; import {first}; print(torch.__version__)"',),
+            link="https://github.com/JiaxinWang123/StoManager1/issues/50",
+        ),
+        Fix(
+            summary=f"Update {', '.join(names)} to a release that ships msvcp140.dll >= "
+            f"{minimum.minimum} or links the runtime statically (pyzmq does since zeromq/pyzmq#2012); "
+            "see a copy's version with PowerShell: "
+            + "; ".join(f"(Get-Item {powershell_quote(f.path)}).VersionInfo.FileVersion" for f in old[:2]),
+        ),
+        Fix(
+            summary="Load torch in a separate process from the GUI (a worker started before Qt is "
+            "imported), as setiastro/setiastrosuitepro#97 did",
+        ),
+    ]
+    system = facts.runtime(minimum.dll, SYSTEM32)
+    system_ok = any((knowledge.file_version(f.version) or minimum.minimum) >= minimum.minimum for f in system)
+    if not system_ok:
+        fixes.extend(redist_fixes())
+    copies = "; ".join(f"{f.path} {f.version} ({_import_name(f)})" for f in old)
+    yield Hit(
+        title=f"{', '.join(names)} bundles an older msvcp140.dll ({old[0].version}) than torch "
+        f"{torch_version(ctx)} needs: importing it first breaks torch",
+        detail=f"torch >= {minimum.torch} needs {minimum.dll} >= {minimum.minimum}. These packages carry "
+        f"their own: {copies}. Windows hands every later request for {minimum.dll} the copy loaded "
+        f"first, so a program that imports {first} before torch fails with '{minimum.error}' on "
+        f"c10.dll (or torch_python.dll), while torch imported on its own, as envdoctor's check does, "
+        f'works. Tell them apart: `{python} -c "import {first}; import torch"` fails, the other '
+        f"order works. Caveat: {minimum.caveat}",
+        evidence=tuple(f"{f.path}: {f.version}" for f in old[:3]),
         fixes=tuple(fixes),
     )
