@@ -20,6 +20,7 @@ from envdoctor.cli import fix as fix_command
 from envdoctor.cli import fleet as fleet_command
 from envdoctor.cli import install as install_command
 from envdoctor.cli import update as update_command
+from envdoctor.cli import validate as validate_command
 from envdoctor.cli import why as why_command
 from envdoctor.cli.help import COMMAND_HELP, ROOT_HELP, VERSION_HELP
 from envdoctor.cli.shared import EXIT_USAGE, fail
@@ -56,6 +57,7 @@ app.command(help=COMMAND_HELP["snapshot"])(check_command.snapshot)
 app.command("report", help=COMMAND_HELP["report"])(check_command.bug_report)
 app.command("rules", help=COMMAND_HELP["rules"])(explain_command.list_rules)
 app.command(help=COMMAND_HELP["explain"])(explain_command.explain)
+app.command(help=COMMAND_HELP["validate"])(validate_command.validate)
 app.command(help=COMMAND_HELP["install"])(install_command.install)
 update_command.register(app, fail)
 app.command("fix", help=COMMAND_HELP["fix"])(fix_command.fix)
