@@ -67,6 +67,18 @@ def host_compiler_limit(cuda: str | None) -> HostCompilerLimit | None:
     return best
 
 
+def first_cuda_accepting(gcc_major: int, newer_than: str | None) -> str | None:
+    """The first CUDA release after `newer_than` (same major) whose nvcc accepts gcc `gcc_major`."""
+    after = version2(newer_than)
+    for row in sorted(_host_rows(), key=lambda r: version2(r.cuda) or (0, 0)):
+        have = version2(row.cuda)
+        if have is None or (after is not None and (have <= after or have[0] != after[0])):
+            continue
+        if row.gcc_below > gcc_major:
+            return row.cuda
+    return None
+
+
 @dataclass(frozen=True)
 class ArchSupport:
     arch: str  # "8.9"

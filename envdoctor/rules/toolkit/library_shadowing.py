@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from envdoctor.knowledge import cuda_libraries
+from envdoctor.knowledge.signatures import ErrorEvidence
 from envdoctor.model.findings import Fix, Severity
 from envdoctor.probes.python_env import PythonFacts
 from envdoctor.probes.toolkit import CudaBinEntry, LibraryCopy, ToolkitFacts
@@ -34,12 +35,39 @@ def _torch_site(ctx: RuleContext) -> str | None:
     return posixpath.dirname(posixpath.dirname(torch.location))
 
 
+def _cudnn_release(code: int) -> str:
+    """torch.backends.cudnn.version() as a release: 8302 -> 8.3.2, 90100 -> 9.1.0."""
+    if code >= 90000:
+        return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
+    return f"{code // 1000}.{code // 100 % 10}.{code % 100}"
+
+
+def _compiled_cudnn(ctx: RuleContext, site: str | None) -> LibraryCopy | None:
+    """The cuDNN torch was compiled against, where no nvidia-cudnn wheel says it: from
+    torch.backends.cudnn.version(), or from the 'cuDNN version incompatibility' error it raised
+    (torch <= 1.13 carries cuDNN in torch/lib, whose file names tell only the major version)."""
+    torch = ctx.get(TorchFacts)
+    version = _cudnn_release(torch.cudnn) if torch is not None and torch.cudnn else None
+    evidence = ctx.get(ErrorEvidence)
+    said = evidence.get("cudnn-version-incompatibility") if evidence is not None else None
+    if said is not None and said.group("compiled"):
+        version = ".".join(p.strip() for p in str(said.group("compiled")).split(","))
+    if version is None:
+        return None
+    where = f"{site}/torch/lib" if site else "torch/lib"
+    return LibraryCopy("cudnn", where, where, (), version, "torch (compiled against)")
+
+
 def _shadows(ctx: RuleContext) -> list[_Shadow]:
     facts = ctx.need(ToolkitFacts)
     if ctx.platform.os != "linux" or torch_cuda(ctx) is None:
         return []
     site = _torch_site(ctx)
     bundled = [b for b in facts.bundled_libraries if site is None or b.directory.startswith(site + "/")]
+    if not any(b.family == "cudnn" and b.version and "." in b.version for b in bundled):
+        compiled = _compiled_cudnn(ctx, site)
+        if compiled is not None:
+            bundled.append(compiled)
     found = []
     for copy in facts.loader_path_libraries:
         for wheel in bundled:
