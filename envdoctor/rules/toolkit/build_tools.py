@@ -430,8 +430,9 @@ def build_isolation_hides_torch(ctx: RuleContext) -> Iterator[Hit]:
     if not torch.installed:
         return
     version = torch.version or torch.dist_version or "?"
-    said = _evidence(ctx, "build-isolation-no-torch") or _evidence(ctx, "uv-build-dependency-hint")
-    package = said.group("package") if said is not None else None
+    hint = _evidence(ctx, "uv-build-dependency-hint")  # uv names the package that failed
+    said = hint or _evidence(ctx, "build-isolation-no-torch")
+    package = hint.group("package") if hint is not None else None
     fixes = [
         pip_install_fix(
             ctx,

@@ -56,22 +56,41 @@ def _point_cuda_home(ctx: RuleContext, facts: ToolkitFacts, toolkit: Toolkit, wh
 
 
 def _variant_fix(ctx: RuleContext, toolkit_cuda: str) -> Fix | None:
-    """The planner's command for the installed torch release built for the toolkit's CUDA."""
+    """The planner's command for a torch build of the toolkit's CUDA major version, preferably no
+    newer than the toolkit (a 12.2 toolkit builds fine against cu121): the installed release first,
+    else the newest release that has such a build."""
     torch = ctx.get(TorchFacts)
-    wanted = major_minor(toolkit_cuda)
+    wanted = version2(toolkit_cuda)
     if torch is None or not torch.public_version or wanted is None:
         return None
-    target = dataclasses.replace(
-        install_target(ctx, torch=torch.public_version), variant=knowledge.cuda_variant(wanted)
+    same_major = {
+        cuda: have
+        for known in knowledge.known_releases()
+        for cuda in known.cuda
+        if (have := version2(cuda)) is not None and have[0] == wanted[0]
+    }
+    # Not newer than the toolkit first (newest first); else the closest newer minor, which
+    # cpp_extension only warns about.
+    cudas = sorted(
+        (c for c, v in same_major.items() if v <= wanted), key=same_major.__getitem__, reverse=True
     )
-    plan = install.plan(target)
-    if not plan.possible:
-        return None
-    return Fix(
-        summary=f"Install the torch build for CUDA {wanted}, which matches the toolkit: {plan.reason}",
-        commands=plan_commands(ctx, plan),
-        link=GET_STARTED,
-    )
+    cudas += sorted((c for c, v in same_major.items() if v > wanted), key=same_major.__getitem__)
+    # The installed release first; else, per CUDA version, the newest release that has it.
+    tries = [(torch.public_version, cuda) for cuda in cudas]
+    for cuda in cudas:
+        having = [r.torch for r in knowledge.known_releases() if cuda in r.cuda]
+        tries += [(having[-1], cuda)] if having else []
+    for release, cuda in tries:
+        variant = knowledge.cuda_variant(cuda)
+        plan = install.plan(dataclasses.replace(install_target(ctx, torch=release), variant=variant))
+        if plan.possible and plan.variant == variant:
+            return Fix(
+                summary=f"Install the torch build for CUDA {cuda}, which the CUDA "
+                f"{major_minor(toolkit_cuda)} toolkit can build extensions for: {plan.reason}",
+                commands=plan_commands(ctx, plan),
+                link=GET_STARTED,
+            )
+    return None
 
 
 @rule(
