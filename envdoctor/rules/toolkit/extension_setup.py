@@ -356,6 +356,15 @@ def torch_cuda_arch_list_unsupported(ctx: RuleContext) -> Iterator[Hit]:
         fixes = set_variable_fixes(
             ctx.platform.os, facts.shell, "TORCH_CUDA_ARCH_LIST", " ".join(kept), "(the entries both accept)"
         )
+    elif (instead := _arch_list_value(ctx)) is not None:
+        # Nothing in the list is usable: the architectures torch itself is built for are.
+        fixes = set_variable_fixes(
+            ctx.platform.os,
+            facts.shell,
+            "TORCH_CUDA_ARCH_LIST",
+            instead,
+            "(the architectures torch itself is built for; list only your GPUs' to build faster)",
+        )
     yield Hit(
         title=f"TORCH_CUDA_ARCH_LIST names architectures the build cannot use: {value!r}",
         detail="; ".join(reasons) + ". Every CUDA extension build stops there.",
