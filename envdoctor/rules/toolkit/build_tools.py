@@ -74,7 +74,7 @@ def _compiler_fixes(ctx: RuleContext, facts: ToolkitFacts, newest: int, cuda: st
     if accepting is not None:
         fixes.append(
             Fix(
-                summary=f"Or build with a newer toolkit: CUDA {accepting} and later accept this gcc",
+                summary=f"Build with a newer toolkit instead: CUDA {accepting} and later accept this gcc",
                 link=TOOLKIT_ARCHIVE,
             )
         )
@@ -131,7 +131,7 @@ def host_compiler_too_new_for_nvcc(ctx: RuleContext) -> Iterator[Hit]:
     shown = compiler.path if compiler.chosen_by != "gcc on PATH" else "gcc"
     yield Hit(
         title=f"gcc {compiler.version} is newer than nvcc {cuda} accepts (gcc {limit.newest_gcc} at most)",
-        detail=f"nvcc ({toolkit.where}) runs {shown} ({compiler.chosen_by}) as its host compiler, and "
+        detail=f"The nvcc of {toolkit.where} runs {shown} ({compiler.chosen_by}) as its host compiler, and "
         f'its host_config.h stops every CUDA compile with "#error -- unsupported GNU version! gcc '
         f"versions later than {limit.newest_gcc} are not supported!\"; torch's cpp_extension refuses it "
         f'even earlier ("The current installed version of ... is greater than the maximum required '
@@ -262,7 +262,7 @@ def msvc_environment_not_x64(ctx: RuleContext) -> Iterator[Hit]:
     vcvars = _vcvarsall(msvc.cl_on_path)
     fixes = [Fix(summary="Build from the 'x64 Native Tools Command Prompt for VS' (Start menu)")]
     if vcvars is not None:
-        fixes.append(Fix(summary="Or switch this cmd window to x64", commands=(f'"{vcvars}" x64',)))
+        fixes.append(Fix(summary="Switch this cmd window to x64 instead", commands=(f'"{vcvars}" x64',)))
     yield Hit(
         title=f"the Visual Studio environment of this shell targets {shown}, but torch and nvcc are x64",
         detail="CUDA extensions built here compile or link for 32-bit x86 and fail against the 64-bit "
@@ -388,7 +388,7 @@ def temp_folder_too_small(ctx: RuleContext) -> Iterator[Hit]:
         )
     fixes.append(
         Fix(
-            summary="Or install with pip's --no-cache-dir, and in a container give its tmpfs more room "
+            summary="Install with pip's --no-cache-dir too, and in a container give its tmpfs more room "
             "(e.g. docker run --tmpfs /tmp:size=8g)"
         )
     )

@@ -267,8 +267,8 @@ def cuda_bin_before_torch_dlls(ctx: RuleContext) -> Iterator[Hit]:
                     "(torch brings its own cuDNN)",
                 ),
                 Fix(
-                    summary="Or remove the cuDNN DLLs (cudnn*.dll) copied into that toolkit's bin folder, or "
-                    "replace them by the cuDNN version torch names in the error"
+                    summary="Alternatively remove the cuDNN DLLs (cudnn*.dll) copied into that toolkit's bin "
+                    "folder, or replace them by the cuDNN version torch names in the error"
                 ),
             ),
         )

@@ -14,7 +14,7 @@ from envdoctor.model.findings import Fix, Severity
 from envdoctor.probes.toolkit import LibraryCopy, ToolkitFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
-from envdoctor.rules.env_edits import path_removal_fixes, prepend_command
+from envdoctor.rules.env_edits import path_removal_fixes, prepend_command, set_command
 from envdoctor.shell import join
 
 FASTER_WHISPER_GPU = "https://github.com/SYSTRAN/faster-whisper#gpu"
@@ -216,7 +216,12 @@ def cudnn_not_on_loader_path_for_companion(ctx: RuleContext) -> Iterator[Hit]:
                     summary=f"Put the cuDNN {major} that came with torch ({copy.package or copy.directory}) "
                     "on the loader path for this session (add the same line to the environment's activate "
                     "script or the service's environment for good)",
-                    commands=(prepend_command("linux", facts.shell, "LD_LIBRARY_PATH", copy.directory),),
+                    commands=(
+                        # An unset LD_LIBRARY_PATH gets the folder alone: "dir:" would add the current folder.
+                        prepend_command("linux", facts.shell, "LD_LIBRARY_PATH", copy.directory)
+                        if facts.ld_library_path
+                        else set_command("linux", facts.shell, "LD_LIBRARY_PATH", copy.directory),
+                    ),
                 ),
             )
             where = (
