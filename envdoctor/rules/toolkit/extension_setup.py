@@ -10,7 +10,7 @@ import posixpath
 from collections.abc import Iterator
 
 from envdoctor.knowledge import nvcc as nvcc_data
-from envdoctor.knowledge.archs import Capability, parse_capability
+from envdoctor.knowledge.archs import Capability, cubin_runs_on, parse_capability
 from envdoctor.model.findings import Fix, Severity
 from envdoctor.probes.system import SystemFacts
 from envdoctor.probes.toolkit import ToolkitFacts
@@ -194,7 +194,8 @@ def _fallback_arch(cuda: str | None, capability: Capability) -> str | None:
     (a cubin of X.Y runs on X.Z for Z >= Y); None when there is none."""
     for minor in range(capability[1], -1, -1):
         candidate = f"{capability[0]}.{minor}"
-        if nvcc_data.nvcc_builds_for(cuda, candidate):
+        # Code for a Tegra part (8.7, 7.2) runs on that part alone: never a stand-in.
+        if nvcc_data.nvcc_builds_for(cuda, candidate) and cubin_runs_on((capability[0], minor), capability):
             return candidate
     return None
 
@@ -389,6 +390,7 @@ def _gpu_unknown_to_torch(ctx: RuleContext, facts: ToolkitFacts, torch: str) -> 
             f"{gpu.capability[0]}.{minor}"
             for minor in range(gpu.capability[1], -1, -1)
             if nvcc_data.torch_accepts_arch(torch, f"{gpu.capability[0]}.{minor}")
+            and cubin_runs_on((gpu.capability[0], minor), gpu.capability)
         ),
         None,
     )
