@@ -219,9 +219,16 @@ SITE = f"{VENV}/lib/python3.11/site-packages"
 NO_DRIVER = NvmlFacts(status=NvmlStatus.LIBRARY_NOT_FOUND, error="NVML Shared Library Not Found")
 
 
+GCC_11 = "gcc (Ubuntu 11.4.0-1ubuntu1~22.04) 11.4.0\nCopyright (C) 2021 Free Software Foundation, Inc.\n"
+
+
 def _linux_machine(path: str, **env: str) -> Machine:
     machine = Machine(LINUX, {"PATH": path, "SHELL": "/bin/bash", "HOME": "/home/user", **env})
     machine.folder(f"{VENV}/bin").folder(SITE).folder("/usr/local/bin").folder("/usr/bin")
+    # A venv of Ubuntu's python3.11 with its -dev headers, and Ubuntu's gcc (the host compiler nvcc runs).
+    machine.file(f"{VENV}/pyvenv.cfg", "home = /usr/bin\ninclude-system-site-packages = false\n")
+    machine.file("/usr/include/python3.11/Python.h")
+    machine.program("gcc", "/usr/bin/gcc").command(("/usr/bin/gcc", "--version"), GCC_11)
     return machine
 
 

@@ -179,7 +179,7 @@ def test_large_nvcc_binaries_are_never_read() -> None:
     machine.host = Counting(platform_info=LINUX, environ=machine.host.environ)
     scenario_root = "/usr/local/cuda-12.4"
     machine.file(f"{scenario_root}/bin/nvcc").file(f"{scenario_root}/include/cuda_runtime.h")
-    machine.program("nvcc", f"{scenario_root}/bin/nvcc")
+    machine.program("nvcc", f"{scenario_root}/bin/nvcc").program("gcc", None)
     machine.command((f"{scenario_root}/bin/nvcc", "--version"), nvcc_version("12.4", "12.4.131"))
     facts = _facts(machine)
     assert facts.toolkits[0].version == "12.4"  # from the folder name: no version.json here

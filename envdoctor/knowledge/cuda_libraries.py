@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from envdoctor.knowledge import load_table
+from envdoctor.knowledge.tables import parse_version
 from envdoctor.util.limits import small_int
 
 _TABLE = "cuda_libraries.json"
@@ -22,7 +23,7 @@ class LibraryFamily:
     family: str  # "cudnn"
     linux_patterns: tuple[re.Pattern[str], ...]
     windows_patterns: tuple[re.Pattern[str], ...]
-    wheel: str  # the nvidia-* wheel's base name: "cudnn", "cuda_runtime"
+    wheel: str | None  # the nvidia-* wheel's base name: "cudnn", "cuda_runtime"; None: no such wheel
 
 
 def _linux_pattern(prefix: str) -> re.Pattern[str]:
@@ -97,3 +98,34 @@ def same_release(a: str, b: str) -> bool | None:
     if common < 2:
         return None
     return left[:common] == right[:common]
+
+
+@dataclass(frozen=True)
+class SonameLoader:
+    """A package that dlopens a CUDA library by soname, and the major version it needs."""
+
+    package: str
+    used_by: str
+    family: str  # "cudnn"
+    major: str  # "8"
+    cuda: str  # the CUDA major it is built for: "12"
+
+
+def soname_loader_names() -> tuple[str, ...]:
+    return tuple(str(row["package"]) for row in load_table(_TABLE)["soname_loaders"]["packages"])
+
+
+def soname_loader(package: str, version: str) -> SonameLoader | None:
+    """What release `version` of `package` loads by soname ("8" for ctranslate2 4.4.0); None when
+    the package is not one of them or the version does not parse."""
+    have = parse_version(version)
+    if have is None:
+        return None
+    for row in load_table(_TABLE)["soname_loaders"]["packages"]:
+        if row["package"] != package:
+            continue
+        for release in row["releases"]:
+            below = parse_version(release["below"]) if release["below"] else None
+            if below is None or have < below:
+                return SonameLoader(package, row["used_by"], "cudnn", release["cudnn"], release["cuda"])
+    return None

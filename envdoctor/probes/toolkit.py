@@ -3,8 +3,11 @@
 Facts only: every toolkit (nvcc on PATH, CUDA_HOME, CUDA_PATH, CUDA_PATH_Vx_y, the default
 install folders, conda's cuda-nvcc), the CUDA bin folders on PATH in order, the toolkit
 torch.utils.cpp_extension would pick, the CUDA libraries in LD_LIBRARY_PATH folders and the ones
-torch's nvidia-* wheels bundle. At most two short subprocesses (`nvcc --version`, once per real
-file, bounded; none after one hangs).
+torch's nvidia-* wheels (and torch/lib) bundle; and what compiling an extension needs besides the
+toolkit: the host compiler nvcc would run, ninja, the Python headers, an x64 MSVC environment,
+TORCH_CUDA_ARCH_LIST and room in the temporary folder. At most three short subprocesses
+(`nvcc --version`, once per real file, and the host compiler's `--version` where an nvcc is
+there to use it; each bounded, none after one hangs).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import json
 import ntpath
 import posixpath
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import ModuleType
 
 from envdoctor.host.base import CommandResult, Host
@@ -32,6 +35,10 @@ _CONDA_PACKAGE = re.compile(
 )
 _WRAPPER_TARGET = re.compile(r"(/[^\s'\"]*/bin/nvcc)\b")
 _LOOKS_CUDA = re.compile(r"cuda|nvidia gpu computing toolkit", re.IGNORECASE)
+# "gcc (GCC) 13.2.1 20231011 (Red Hat 13.2.1-4)", "gcc (Ubuntu 11.4.0-1ubuntu1~22.04) 11.4.0"
+_GCC_VERSION = re.compile(r"\)\s+(\d+\.\d+(?:\.\d+)?)\b")
+_CLANG_VERSION = re.compile(r"clang version (\d+\.\d+(?:\.\d+)?)")
+_ANY_VERSION = re.compile(r"\b(\d+\.\d+\.\d+)\b")
 
 
 @dataclass(frozen=True)
@@ -117,6 +124,77 @@ class CondaPackage:
 
 
 @dataclass(frozen=True)
+class HostCompiler:
+    """The compiler nvcc runs for host code on Linux: $CC (torch's cpp_extension passes it as
+    -ccbin), else $NVCC_CCBIN, else gcc on PATH."""
+
+    path: str
+    chosen_by: str  # CC, NVCC_CCBIN, gcc on PATH
+    family: str | None = None  # gcc, clang
+    version: str | None = None  # "13.2.1"
+    error: str | None = None
+
+    @property
+    def major(self) -> int | None:
+        return small_int((self.version or "").split(".")[0])
+
+
+@dataclass(frozen=True)
+class Ninja:
+    """Where torch.utils.cpp_extension's `ninja --version` would find ninja: on PATH, and whether
+    the examined environment has one of its own (`pip install ninja` puts it in its bin folder)."""
+
+    on_path: str | None = None
+    in_environment: str | None = None
+
+
+@dataclass(frozen=True)
+class MsvcEnvironment:
+    """The Visual Studio developer environment of the shell (Windows): the architecture it targets
+    and the cl.exe a build runs."""
+
+    target_arch: str | None = None  # VSCMD_ARG_TGT_ARCH: x64, x86, arm64
+    host_arch: str | None = None  # VSCMD_ARG_HOST_ARCH
+    cl_on_path: str | None = None
+
+
+@dataclass(frozen=True)
+class PythonHeaders:
+    """Where the examined Python's C headers belong (its base installation's include folder) and
+    whether Python.h is there: extension builds and Triton's launcher compile against it."""
+
+    include: str
+    has_python_h: bool
+
+
+@dataclass(frozen=True)
+class TempSpace:
+    """The temporary folder pip unpacks wheels in and nvcc writes its intermediate files to."""
+
+    path: str
+    chosen_by: str  # TMPDIR, TEMP, TMP, default
+    free_bytes: int | None = None
+    total_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class InstalledPackage:
+    """A package in the examined environment's site-packages that loads CUDA libraries by soname."""
+
+    name: str
+    version: str
+
+
+@dataclass(frozen=True)
+class BuildRequirements:
+    """The [build-system] requires of the project in the current folder that name torch: an
+    isolated build (pip's and uv's default) installs those into a throwaway environment."""
+
+    path: str
+    torch: tuple[str, ...]  # the requirement strings that name torch, as written
+
+
+@dataclass(frozen=True)
 class ToolkitFacts:
     os: str
     shell: str | None = None  # basename of $SHELL, for fix commands
@@ -132,6 +210,19 @@ class ToolkitFacts:
     site_packages: tuple[str, ...] = ()
     conda_packages: tuple[CondaPackage, ...] = ()
     errors: tuple[str, ...] = ()
+    # What an extension build needs besides the toolkit. None: not looked at (an older snapshot,
+    # or not applicable here), which rules never read as "missing".
+    host_compiler: HostCompiler | None = None
+    ninja: Ninja | None = None
+    msvc: MsvcEnvironment | None = None
+    python_headers: PythonHeaders | None = None
+    temp: TempSpace | None = None
+    torch_cuda_arch_list: str | None = None  # TORCH_CUDA_ARCH_LIST as the environment sets it
+    soname_users: tuple[InstalledPackage, ...] = ()
+    # The watched libraries in the loader's own folders (/usr/lib/<triplet>, the ld.so.conf.d
+    # folders); read only where a package that needs them by soname is installed.
+    system_libraries: tuple[LibraryCopy, ...] = ()
+    build_requirements: BuildRequirements | None = None
 
     def env_value(self, name: str) -> str | None:
         for setting in self.cuda_env:
@@ -431,6 +522,10 @@ def _bundled(host: Host, site_packages: tuple[str, ...], os_name: str) -> tuple[
             known = cuda_libraries.wheel_family(name)
             if known is not None:
                 wheels[known[0]] = (name, known[1])
+        torch_lib = f"{site}/torch/lib"
+        if "torch" in entries and host.is_dir(torch_lib):
+            # torch <= 1.13 (and some builds since) carry cuDNN, cuBLAS and NCCL in torch/lib itself.
+            copies += [replace(c, package="torch") for c in _library_copies(host, torch_lib, os_name)]
         if "nvidia" not in entries:
             continue
         try:
@@ -497,6 +592,195 @@ def _cuda_home(
     return home, has_nvcc and version is None
 
 
+def _compiler_version(result: CommandResult) -> tuple[str | None, str | None]:
+    """(family, version) from a compiler's `--version`; the family is None when the output names none."""
+    first = (result.stdout or result.stderr).strip().splitlines()[:1]
+    line = first[0] if first else ""
+    clang = _CLANG_VERSION.search(line)
+    if clang:
+        return "clang", clang.group(1)
+    gcc = _GCC_VERSION.search(line) or _ANY_VERSION.search(line)
+    family = "gcc" if re.search(r"gcc|g\+\+|GCC", line) else None
+    return family, (gcc.group(1) if gcc else None)
+
+
+def _host_compiler(host: Host, runner: _Nvcc) -> HostCompiler | None:
+    """The host compiler nvcc would run, and its version; None when none is named or on PATH, or
+    when an earlier `--version` hung (the machine is stuck; its errors already say so)."""
+    if runner.hung is not None:
+        return None
+    for name in ("CC", "NVCC_CCBIN"):
+        value = (host.env.get(name) or "").strip()
+        if value:
+            chosen: tuple[str, str] = (value, name)
+            break
+    else:
+        found = host.which("gcc")
+        if found is None:
+            return None
+        chosen = (found, "gcc on PATH")
+    program, how = chosen
+    result = host.run([program, "--version"], runner.timeout)
+    if result.timed_out:
+        runner.hung = program
+    if not result.ok:
+        ending = ending_of_result(result, limit=runner.timeout)
+        return HostCompiler(program, how, error=f"{program} --version {ending.describe()}")
+    family, version = _compiler_version(result)
+    return HostCompiler(program, how, family, version)
+
+
+def _first_on_path(host: Host, entries: tuple[str, ...], name: str, paths: _Paths) -> str | None:
+    """The first `name` in the PATH folders, as a shell would find it (existence only: nothing runs)."""
+    for entry in entries:
+        candidate = paths.join(entry, paths.exe(name))
+        if host.exists(candidate):
+            return candidate
+    return None
+
+
+def _ninja(host: Host, entries: tuple[str, ...], ctx: ProbeContext, paths: _Paths) -> Ninja:
+    prefix = ctx.target.info.prefix
+    folders = (
+        [paths.join(prefix, "Scripts"), paths.join(prefix, "Library", "bin"), prefix]
+        if paths.windows
+        else [paths.join(prefix, "bin")]
+    )
+    own = next((p for f in folders if host.exists(p := paths.join(f, paths.exe("ninja")))), None)
+    return Ninja(on_path=_first_on_path(host, entries, "ninja", paths), in_environment=own)
+
+
+def _base_prefix(host: Host, ctx: ProbeContext, paths: _Paths) -> str:
+    """The installation a venv was made from: pyvenv.cfg's `home` names its folder of python."""
+    info = ctx.target.info
+    config = paths.join(info.prefix, "pyvenv.cfg")
+    if not info.is_venv or not host.exists(config):
+        return info.prefix
+    try:
+        text = host.read_text(config, max_bytes=64 * 1024)
+    except OSError:
+        return info.prefix
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip().lower() == "home" and value.strip():
+            home = value.strip().rstrip("\\/")
+            # Windows keeps python.exe in the installation's own folder; POSIX in its bin folder.
+            return home if paths.windows else paths.dirname(home)
+    return info.prefix
+
+
+def _python_headers(host: Host, ctx: ProbeContext, paths: _Paths) -> PythonHeaders | None:
+    info = ctx.target.info
+    parts = info.version.split(".")
+    # Windows installers always bring the headers; Linux distributions split them into a -dev
+    # package. PyPy and others keep theirs elsewhere.
+    if paths.windows or len(parts) < 2 or info.implementation != "CPython":
+        return None
+    base = _base_prefix(host, ctx, paths)
+    abi = "t" if info.free_threaded else ""
+    include = paths.join(base, "include", f"python{parts[0]}.{parts[1]}{abi}")
+    return PythonHeaders(include, host.exists(paths.join(include, "Python.h")))
+
+
+def _temp(host: Host, paths: _Paths) -> TempSpace | None:
+    names = ("TMPDIR", "TEMP", "TMP") if paths.windows else ("TMPDIR",)
+    chosen = next(((host.env[n], n) for n in names if host.env.get(n)), None)
+    if chosen is None:
+        if paths.windows:
+            return None  # Windows always sets TEMP; without it there is nothing to name
+        chosen = ("/tmp", "default")
+    path, how = chosen
+    usage = host.disk_usage(path)
+    return TempSpace(path, how, usage.free_bytes if usage else None, usage.total_bytes if usage else None)
+
+
+def _msvc(host: Host, entries: tuple[str, ...], paths: _Paths) -> MsvcEnvironment | None:
+    if not paths.windows:
+        return None
+    target = host.env.get("VSCMD_ARG_TGT_ARCH")
+    cl = _first_on_path(host, entries, "cl", paths)
+    if target is None and cl is None:
+        return None
+    return MsvcEnvironment(target, host.env.get("VSCMD_ARG_HOST_ARCH"), cl)
+
+
+_SYSTEM_LIBRARY_FOLDERS = (
+    "/usr/lib/x86_64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+    "/lib/x86_64-linux-gnu",
+    "/usr/lib64",
+    "/usr/lib",
+    "/usr/local/lib",
+)
+_DIST_INFO = re.compile(r"^([A-Za-z0-9_.]+)-(\d[^-]*)\.dist-info$")
+
+
+def _soname_users(host: Host, site_packages: tuple[str, ...]) -> tuple[InstalledPackage, ...]:
+    wanted = {name.lower().replace("-", "_"): name for name in cuda_libraries.soname_loader_names()}
+    found = []
+    for site in site_packages:
+        try:
+            names = host.list_dir(site)
+        except OSError:
+            continue
+        for name in names:
+            match = _DIST_INFO.match(name)
+            key = match.group(1).lower().replace("-", "_") if match else None
+            if match and key in wanted:
+                found.append(InstalledPackage(wanted[key], match.group(2)))
+    return tuple(found)
+
+
+def _ld_so_conf_folders(host: Host) -> tuple[str, ...]:
+    """The folders /etc/ld.so.conf.d/*.conf add to the loader's search (include lines not followed)."""
+    base = "/etc/ld.so.conf.d"
+    if not host.is_dir(base):
+        return ()
+    folders: list[str] = []
+    try:
+        names = sorted(host.list_dir(base))
+    except OSError:
+        return ()
+    for name in names:
+        if not name.endswith(".conf"):
+            continue
+        try:
+            text = host.read_text(f"{base}/{name}", max_bytes=64 * 1024)
+        except OSError:
+            continue
+        for line in text.splitlines():
+            entry = line.split("#", 1)[0].strip()
+            if entry.startswith("/") and entry not in folders:
+                folders.append(entry)
+    return tuple(folders)
+
+
+def _system_libraries(host: Host, os_name: str) -> tuple[LibraryCopy, ...]:
+    copies: list[LibraryCopy] = []
+    for folder in (*_ld_so_conf_folders(host), *_SYSTEM_LIBRARY_FOLDERS):
+        if host.is_dir(folder):
+            copies += [c for c in _library_copies(host, folder, os_name) if c.family == "cudnn"]
+    return tuple(copies)
+
+
+def _build_requirements(host: Host, paths: _Paths) -> BuildRequirements | None:
+    from envdoctor.probes.config_files import ConfigSyntaxError, parse_toml
+
+    path = paths.join(host.cwd(), "pyproject.toml")
+    if not host.exists(path):
+        return None
+    try:
+        data = parse_toml(host.read_text(path, max_bytes=1024 * 1024))
+    except (OSError, ConfigSyntaxError, UnicodeDecodeError):
+        return None
+    system = data.get("build-system")
+    requires = system.get("requires") if isinstance(system, dict) else None
+    if not isinstance(requires, list):
+        return None
+    torch = tuple(r for r in requires if isinstance(r, str) and re.match(r"^\s*torch\b(?![-_.\w])", r))
+    return BuildRequirements(path, torch) if torch else None
+
+
 def collect(ctx: ProbeContext) -> ToolkitFacts:
     host = ctx.host
     plat = host.platform()
@@ -553,7 +837,13 @@ def collect(ctx: ProbeContext) -> ToolkitFacts:
         for index, entry in enumerate(ld_entries)
         for copy in _library_copies(host, entry, plat.os, index)
     )
+    # nvcc needs a host compiler only where there is an nvcc to run (Windows builds use cl.exe).
+    has_nvcc = nvcc is not None or (home is not None and home.has_nvcc)
+    compiler = _host_compiler(host, runner) if has_nvcc and not paths.windows else None
+    if compiler is not None and compiler.error and " hung" in compiler.error:
+        errors.append(compiler.error)
     site_packages = () if paths.windows else _site_packages(host, ctx.target.info.prefix, paths)
+    soname_users = _soname_users(host, site_packages)
     shell = env.get("SHELL")
     return ToolkitFacts(
         os=plat.os,
@@ -570,6 +860,15 @@ def collect(ctx: ProbeContext) -> ToolkitFacts:
         site_packages=site_packages,
         conda_packages=conda,
         errors=tuple(errors),
+        host_compiler=compiler,
+        ninja=_ninja(host, path_entries, ctx, paths),
+        msvc=_msvc(host, path_entries, paths),
+        python_headers=_python_headers(host, ctx, paths),
+        temp=_temp(host, paths),
+        torch_cuda_arch_list=env.get("TORCH_CUDA_ARCH_LIST"),
+        soname_users=soname_users,
+        system_libraries=_system_libraries(host, plat.os) if soname_users else (),
+        build_requirements=_build_requirements(host, paths),
     )
 
 

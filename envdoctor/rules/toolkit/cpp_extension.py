@@ -12,12 +12,16 @@ from dataclasses import dataclass
 from envdoctor import knowledge
 from envdoctor.install import plan as install
 from envdoctor.knowledge import cuda_libraries
+from envdoctor.knowledge.nvcc import version2
+from envdoctor.knowledge.signatures import ErrorEvidence
 from envdoctor.model.findings import Fix, Severity
+from envdoctor.probes.system import SystemFacts
 from envdoctor.probes.toolkit import Toolkit, ToolkitFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.env_edits import set_variable_fixes
 from envdoctor.rules.fixes import GET_STARTED, install_target, plan_commands
+from envdoctor.rules.toolkit.builds import toolkit_fixes
 from envdoctor.rules.toolkit.toolkits import (
     BUNDLED,
     TOOLKIT_ARCHIVE,
@@ -52,22 +56,41 @@ def _point_cuda_home(ctx: RuleContext, facts: ToolkitFacts, toolkit: Toolkit, wh
 
 
 def _variant_fix(ctx: RuleContext, toolkit_cuda: str) -> Fix | None:
-    """The planner's command for the installed torch release built for the toolkit's CUDA."""
+    """The planner's command for a torch build of the toolkit's CUDA major version, preferably no
+    newer than the toolkit (a 12.2 toolkit builds fine against cu121): the installed release first,
+    else the newest release that has such a build."""
     torch = ctx.get(TorchFacts)
-    wanted = major_minor(toolkit_cuda)
+    wanted = version2(toolkit_cuda)
     if torch is None or not torch.public_version or wanted is None:
         return None
-    target = dataclasses.replace(
-        install_target(ctx, torch=torch.public_version), variant=knowledge.cuda_variant(wanted)
+    same_major = {
+        cuda: have
+        for known in knowledge.known_releases()
+        for cuda in known.cuda
+        if (have := version2(cuda)) is not None and have[0] == wanted[0]
+    }
+    # Not newer than the toolkit first (newest first); else the closest newer minor, which
+    # cpp_extension only warns about.
+    cudas = sorted(
+        (c for c, v in same_major.items() if v <= wanted), key=same_major.__getitem__, reverse=True
     )
-    plan = install.plan(target)
-    if not plan.possible:
-        return None
-    return Fix(
-        summary=f"Install the torch build for CUDA {wanted}, which matches the toolkit: {plan.reason}",
-        commands=plan_commands(ctx, plan),
-        link=GET_STARTED,
-    )
+    cudas += sorted((c for c, v in same_major.items() if v > wanted), key=same_major.__getitem__)
+    # The installed release first; else, per CUDA version, the newest release that has it.
+    tries = [(torch.public_version, cuda) for cuda in cudas]
+    for cuda in cudas:
+        having = [r.torch for r in knowledge.known_releases() if cuda in r.cuda]
+        tries += [(having[-1], cuda)] if having else []
+    for release, cuda in tries:
+        variant = knowledge.cuda_variant(cuda)
+        plan = install.plan(dataclasses.replace(install_target(ctx, torch=release), variant=variant))
+        if plan.possible and plan.variant == variant:
+            return Fix(
+                summary=f"Install the torch build for CUDA {cuda}, which the CUDA "
+                f"{major_minor(toolkit_cuda)} toolkit can build extensions for: {plan.reason}",
+                commands=plan_commands(ctx, plan),
+                link=GET_STARTED,
+            )
+    return None
 
 
 @rule(
@@ -96,11 +119,16 @@ def toolkit_major_mismatch_for_extensions(ctx: RuleContext) -> Iterator[Hit]:
         toolkit=major_minor(found.toolkit_cuda), torch=found.torch_cuda
     )
     fixes: list[Fix] = []
-    matching = matching_toolkit(facts, found.torch_cuda, exact=False)
+    matching = matching_toolkit(facts, found.torch_cuda, exact=True) or matching_toolkit(
+        facts, found.torch_cuda, exact=False
+    )
     if matching is not None:
-        fixes.extend(
-            _point_cuda_home(ctx, facts, matching, f"(the installed CUDA {matching.version} toolkit)")
-        )
+        why = f"(the installed CUDA {matching.version} toolkit)"
+        if found.chosen_by == "nvcc on PATH":
+            # Build scripts and setup.py checks (`nvcc -V`) run the nvcc PATH finds first.
+            fixes.extend(toolkit_fixes(ctx, facts, matching, why))
+        else:
+            fixes.extend(_point_cuda_home(ctx, facts, matching, why))
     else:
         fixes.append(
             Fix(
@@ -125,6 +153,14 @@ def toolkit_major_mismatch_for_extensions(ctx: RuleContext) -> Iterator[Hit]:
         ),
         fixes=tuple(fixes),
     )
+
+
+def _package_minimum(ctx: RuleContext) -> tuple[str, str] | None:
+    """(the CUDA version, the error line) when a build error states a minimum nvcc version."""
+    evidence = ctx.get(ErrorEvidence)
+    said = evidence.get("toolkit-too-old-for-package") if evidence is not None else None
+    need = said.group("need") if said is not None else None
+    return (need, said.excerpt) if said is not None and need else None
 
 
 @rule(
@@ -153,13 +189,36 @@ def toolkit_minor_mismatch_for_extensions(ctx: RuleContext) -> Iterator[Hit]:
     )
     fixes: tuple[Fix, ...] = ()
     exact = matching_toolkit(facts, found.torch_cuda, exact=True)
+    older = (version2(found.toolkit_cuda) or (0, 0)) < (version2(found.torch_cuda) or (0, 0))
     if exact is not None:
         fixes = _point_cuda_home(ctx, facts, exact, "to build with the exact CUDA version of torch")
+    elif older:
+        fixes = (
+            Fix(
+                summary=f"Install a CUDA {found.torch_cuda} toolkit (torch's own version) and point "
+                "CUDA_HOME at it: packages that check nvcc's version want it at least that new",
+                link=TOOLKIT_ARCHIVE,
+            ),
+        )
+    need = _package_minimum(ctx)
+    title = (
+        f"CUDA extensions would build with CUDA {major_minor(found.toolkit_cuda)}, torch uses "
+        f"CUDA {found.torch_cuda}: a minor difference"
+    )
+    stated = ""
+    if need is not None and (version2(found.toolkit_cuda) or (0, 0)) < (version2(need[0]) or (0, 0)):
+        title = (
+            f"a package needs CUDA {need[0]} or newer to build, but extensions would build with "
+            f"CUDA {major_minor(found.toolkit_cuda)} (torch uses CUDA {found.torch_cuda})"
+        )
+        stated = (
+            f' The error says so ("{need[1]}"): such setup.py files check the nvcc of CUDA_HOME, not '
+            "torch's CUDA version or the driver's."
+        )
     yield Hit(
-        title=f"CUDA extensions would build with CUDA {major_minor(found.toolkit_cuda)}, torch uses "
-        f"CUDA {found.torch_cuda}: a minor difference",
+        title=title,
         detail=f"torch itself is fine: {BUNDLED}. When compiling CUDA extensions, cpp_extension "
-        f'({found.home}, {found.chosen_by}) only warns: "{message}"',
+        f'({found.home}, {found.chosen_by}) only warns: "{message}"' + stated,
         evidence=(
             f"torch CUDA = {found.torch_cuda}",
             f"CUDA_HOME for cpp_extension = {found.home} ({found.chosen_by}), CUDA {found.toolkit_cuda}",
@@ -174,6 +233,7 @@ def toolkit_minor_mismatch_for_extensions(ctx: RuleContext) -> Iterator[Hit]:
     severity=Severity.WARNING,
     summary="the CUDA_HOME torch's cpp_extension would use is missing, has no nvcc or no headers",
     needs=(ToolkitFacts, TorchFacts),
+    consequence_of=("ED411",),  # a CUDA_HOME written as a list names no folder at all
     doc=RuleDoc(
         what="For a CUDA build of torch: whether the folder cpp_extension takes as CUDA_HOME "
         "exists and holds bin/nvcc and include/cuda_runtime.h. Without CUDA_HOME/CUDA_PATH it "
@@ -216,6 +276,17 @@ def cuda_home_not_a_toolkit(ctx: RuleContext) -> Iterator[Hit]:
         fixes = set_variable_fixes(ctx.platform.os, facts.shell, home.chosen_by, None, "(it points nowhere)")
     else:
         fixes = (Fix(summary=f"Install a CUDA {cuda} toolkit and set CUDA_HOME to it", link=TOOLKIT_ARCHIVE),)
+    system = ctx.get(SystemFacts)
+    if system is not None and system.container and home.exists and not home.has_nvcc:
+        # NVIDIA's -runtime and -base images carry the CUDA libraries but no compiler.
+        fixes += (
+            Fix(
+                summary=f"In a container built from an nvidia/cuda -runtime or -base image: build from "
+                f"the -devel image of the same CUDA version instead (e.g. nvidia/cuda:{cuda}.x-cudnn-devel-"
+                "ubuntu22.04 in place of ...-runtime-...), which includes nvcc and the headers",
+                link="https://hub.docker.com/r/nvidia/cuda",
+            ),
+        )
     yield Hit(
         title=f"CUDA_HOME as torch's cpp_extension finds it ({home.chosen_by}) is not a usable toolkit",
         detail=f"{problem}, so {consequence} when a CUDA extension is compiled. torch itself is "

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from envdoctor.knowledge import cuda_libraries
+from envdoctor.knowledge.signatures import ErrorEvidence
 from envdoctor.model.findings import Fix, Severity
 from envdoctor.probes.python_env import PythonFacts
 from envdoctor.probes.toolkit import CudaBinEntry, LibraryCopy, ToolkitFacts
@@ -34,12 +35,39 @@ def _torch_site(ctx: RuleContext) -> str | None:
     return posixpath.dirname(posixpath.dirname(torch.location))
 
 
+def _cudnn_release(code: int) -> str:
+    """torch.backends.cudnn.version() as a release: 8302 -> 8.3.2, 90100 -> 9.1.0."""
+    if code >= 90000:
+        return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
+    return f"{code // 1000}.{code // 100 % 10}.{code % 100}"
+
+
+def _compiled_cudnn(ctx: RuleContext, site: str | None) -> LibraryCopy | None:
+    """The cuDNN torch was compiled against, where no nvidia-cudnn wheel says it: from
+    torch.backends.cudnn.version(), or from the 'cuDNN version incompatibility' error it raised
+    (torch <= 1.13 carries cuDNN in torch/lib, whose file names tell only the major version)."""
+    torch = ctx.get(TorchFacts)
+    version = _cudnn_release(torch.cudnn) if torch is not None and torch.cudnn else None
+    evidence = ctx.get(ErrorEvidence)
+    said = evidence.get("cudnn-version-incompatibility") if evidence is not None else None
+    if said is not None and said.group("compiled"):
+        version = ".".join(p.strip() for p in str(said.group("compiled")).split(","))
+    if version is None:
+        return None
+    where = f"{site}/torch/lib" if site else "torch/lib"
+    return LibraryCopy("cudnn", where, where, (), version, "torch (compiled against)")
+
+
 def _shadows(ctx: RuleContext) -> list[_Shadow]:
     facts = ctx.need(ToolkitFacts)
     if ctx.platform.os != "linux" or torch_cuda(ctx) is None:
         return []
     site = _torch_site(ctx)
     bundled = [b for b in facts.bundled_libraries if site is None or b.directory.startswith(site + "/")]
+    if not any(b.family == "cudnn" and b.version and "." in b.version for b in bundled):
+        compiled = _compiled_cudnn(ctx, site)
+        if compiled is not None:
+            bundled.append(compiled)
     found = []
     for copy in facts.loader_path_libraries:
         for wheel in bundled:
@@ -173,15 +201,30 @@ def bins_before_torch_dlls(ctx: RuleContext, facts: ToolkitFacts) -> tuple[list[
     return early, first
 
 
+def _cudnn_mismatch_bins(ctx: RuleContext, facts: ToolkitFacts) -> tuple[list[CudaBinEntry], int | None]:
+    """With torch's 'cuDNN version incompatibility' error at hand: every toolkit bin folder before
+    torch's DLL folder, whatever its CUDA version (a cuDNN copied into a toolkit of torch's own
+    CUDA version is loaded just the same)."""
+    evidence = ctx.get(ErrorEvidence)
+    if evidence is None or evidence.get("cudnn-version-incompatibility") is None:
+        return [], None
+    torch_dirs = _torch_dll_dirs(ctx)
+    positions = [i for i, entry in enumerate(facts.path) if entry.rstrip("\\").lower() in torch_dirs]
+    if not positions:
+        return [], None
+    return [b for b in toolkit_bins(facts) if b.index < positions[0]], positions[0]
+
+
 @rule(
     code="ED409",
     name="cuda-bin-before-torch-dlls",
     severity=Severity.WARNING,
     summary="on Windows, a CUDA bin folder of another major version precedes torch's DLLs on PATH",
-    needs=(ToolkitFacts, TorchFacts),
+    needs=(ToolkitFacts, TorchFacts, ErrorEvidence),
     doc=RuleDoc(
         what="On Windows, when torch's DLL folders (torch\\lib, the conda env's Library\\bin) are "
-        "on PATH: CUDA toolkit bin folders before them whose major version differs from torch's.",
+        "on PATH: CUDA toolkit bin folders before them whose major version differs from torch's, or any "
+        "toolkit bin folder before them when torch reports a 'cuDNN version incompatibility'.",
         why="DLLs found through PATH come from the earlier folder: a same-named cuDNN/cuBLAS "
         "DLL of another version fails with WinError 127.",
         fix="Remove those bin folders from PATH (or move them after torch's).",
@@ -194,9 +237,42 @@ def cuda_bin_before_torch_dlls(ctx: RuleContext) -> Iterator[Hit]:
     facts = ctx.need(ToolkitFacts)
     cuda = torch_cuda(ctx)
     early, first = bins_before_torch_dlls(ctx, facts)
+    cudnn = False
+    if not early:
+        early, first = _cudnn_mismatch_bins(ctx, facts)
+        cudnn = bool(early)
     if not early or cuda is None or first is None:
         return
     listing = ", ".join(f"PATH[{b.index}] {b.path} (CUDA {b.version})" for b in early)
+    if cudnn:
+        said = ctx.need(ErrorEvidence).get("cudnn-version-incompatibility")
+        yield Hit(
+            title="a CUDA toolkit's bin folder comes before torch's DLLs on PATH, and torch loaded another "
+            "cuDNN from it",
+            detail=f"{listing}: before torch's own DLL folder {facts.path[first]} (PATH[{first}]). The error "
+            f'("{said.excerpt if said else ""}") shows a cuDNN of another version was loaded: cuDNN is not '
+            "part of the CUDA toolkit, so one was copied into that bin folder, and DLLs looked up through "
+            "PATH come from there first.",
+            evidence=(
+                *(f"PATH[{b.index}] = {b.path}" for b in early),
+                f"PATH[{first}] = {facts.path[first]}",
+            ),
+            fixes=(
+                *path_removal_fixes(
+                    "windows",
+                    None,
+                    "Path",
+                    facts.path,
+                    [b.index for b in early],
+                    "(torch brings its own cuDNN)",
+                ),
+                Fix(
+                    summary="Alternatively remove the cuDNN DLLs (cudnn*.dll) copied into that toolkit's bin "
+                    "folder, or replace them by the cuDNN version torch names in the error"
+                ),
+            ),
+        )
+        return
     yield Hit(
         title=f"a CUDA {major_minor(early[0].version)} bin folder comes before torch's DLLs on PATH "
         f"(torch uses CUDA {cuda})",

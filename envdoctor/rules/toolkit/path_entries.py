@@ -15,6 +15,7 @@ from envdoctor.rules.env_edits import (
     prepend_command,
     set_variable_fixes,
 )
+from envdoctor.rules.toolkit.extension_setup import malformed_homes
 from envdoctor.rules.toolkit.library_shadowing import bins_before_torch_dlls
 from envdoctor.rules.toolkit.toolkits import BUNDLED, major, major_minor, path_name, toolkit_bins, torch_cuda
 from envdoctor.rules.windows.dll_loading import shadowing_cuda
@@ -144,8 +145,11 @@ def stale_cuda_path_entries(ctx: RuleContext) -> Iterator[Hit]:
     facts = ctx.need(ToolkitFacts)
     missing = [b for b in facts.cuda_bins if not b.exists and b.duplicate_of is None]
     repeated = [b for b in facts.cuda_bins if b.duplicate_of is not None]
+    malformed = {name for name, *_ in malformed_homes(ctx, facts)}  # ED411 gives those their fix
     stale_vars = [
-        s for s in facts.cuda_env if any(not t.exists and s.name in t.found_by for t in facts.toolkits)
+        s
+        for s in facts.cuda_env
+        if s.name not in malformed and any(not t.exists and s.name in t.found_by for t in facts.toolkits)
     ]
     if not (missing or repeated or stale_vars):
         return
