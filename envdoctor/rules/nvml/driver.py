@@ -235,7 +235,18 @@ def _not_loaded(ctx: RuleContext, nvml: NvmlFacts) -> Hit:
     needs=(NvmlFacts,),
     # A driver inside the image, a Linux driver inside WSL, and the host causes that name why the
     # module is not loaded or mismatched (driver_module.py).
-    consequence_of=("ED122", "ED124", "ED130", "ED131", "ED132", "ED133", "ED134"),
+    consequence_of=(
+        "ED122",
+        "ED124",
+        "ED130",
+        "ED131",
+        "ED132",
+        "ED133",
+        "ED134",
+        "ED175",
+        "ED176",
+        "ED178",
+    ),
     doc=RuleDoc(
         what="NVML's status: library not found while an NVIDIA display controller is on the "
         "PCI bus, driver not loaded, driver/library version mismatch, or no permission.",

@@ -250,7 +250,27 @@ def _ranked_causes(
     summary="a CUDA build of torch cannot use the GPU although the driver looks fine",
     needs=(TorchFacts, NvmlFacts),
     # A retired GPU; or the device and module states of the nvml area (WSL, uvm, exclusive, MIG).
-    consequence_of=("ED305", "ED124", "ED125", "ED126", "ED127", "ED128"),
+    # The causes other rules name exactly: a GPU too old, WSL and device state, a CUDA_VISIBLE_DEVICES
+    # hiding the GPU, a container's CUDA (804, compat libraries, no libcuda, access revoked), a
+    # Slurm job without a GPU, WSL's libcuda and kernel, NVSwitch's Fabric Manager.
+    consequence_of=(
+        "ED305",
+        "ED124",
+        "ED125",
+        "ED126",
+        "ED127",
+        "ED128",
+        "ED135",
+        "ED160",
+        "ED170",
+        "ED171",
+        "ED172",
+        "ED174",
+        "ED178",
+        "ED179",
+        "ED180",
+        "ED181",
+    ),
     doc=RuleDoc(
         what="A CUDA build, NVML sees GPUs, the driver is not too old, and yet torch.cuda.is_available() is "
         "False; the finding lists the usual causes, most likely first given the facts (CUDA_VISIBLE_DEVICES, "
