@@ -1144,7 +1144,8 @@ def jit_caches(table, torch_file):
     return {"caches": found, "torch_installed": installed, "now": time.time()}
 
 
-TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "knowledge", "torch_extensions.json")
+HERE = os.path.dirname(os.path.abspath(__file__))
+TABLE = os.path.join(HERE, os.pardir, "knowledge", "torch_extensions.json")
 
 
 def read_table(path):

@@ -42,7 +42,7 @@ class ExtensionRow:
     build_options: tuple[str, ...] = ()
     pairs: tuple[Pair, ...] = ()
     ops: Mapping[str, Any] | None = None  # set: a pure-Python install of it lacks its compiled ops
-    provenance: Provenance = Provenance(())
+    provenance: Provenance | None = None
 
     @property
     def lite_before(self) -> str | None:

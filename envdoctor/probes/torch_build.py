@@ -219,6 +219,16 @@ class CondaPackage:
 
 
 @dataclass(frozen=True)
+class EntryPoint:
+    """A command on PATH (python, pip, torchrun) and the interpreter it runs."""
+
+    name: str
+    path: str
+    interpreter: str | None = None  # the #! interpreter (python itself for python); None: unknown
+    same_environment: bool | None = None  # that interpreter sits in the examined one's folder
+
+
+@dataclass(frozen=True)
 class Surroundings:
     """What surrounds torch in the examined interpreter, read before `import torch` (so a crash
     in it still leaves them): copies of torch on sys.path, the user site, conda's packages."""
@@ -230,6 +240,11 @@ class Surroundings:
     numpy_version: str | None = None
     cpu_flags: tuple[str, ...] | None = None  # of sse4_2 avx avx2 fma avx512f, those the CPU has
     machine: str | None = None
+    executable: str | None = None  # sys.executable of the examined interpreter
+    entry_points: tuple[EntryPoint, ...] | None = None  # None: not looked at (Windows, older)
+
+    def entry_point(self, name: str) -> EntryPoint | None:
+        return next((e for e in self.entry_points or () if e.name == name), None)
 
     def conda(self, name: str) -> CondaPackage | None:
         return next((p for p in self.conda_packages or () if p.name.lower() == name.lower()), None)
@@ -473,17 +488,15 @@ def _stopped_extension(pending: Mapping[str, Any], outcome: ChildOutcome) -> Ext
     return ExtensionLoad(name=name, file=str(pending.get("file")), status=stopped.status, error=stopped.error)
 
 
-def _extension_records(records: Sequence[Mapping[str, Any]], outcome: ChildOutcome) -> tuple[
-    tuple[TorchExtension, ...] | None, tuple[ExtensionLoad, ...], JitCaches | None
-]:
+def _extension_records(
+    records: Sequence[Mapping[str, Any]], outcome: ChildOutcome
+) -> tuple[tuple[TorchExtension, ...] | None, tuple[ExtensionLoad, ...], JitCaches | None]:
     listed = [r for r in records if r.get("record") == "extensions"]
     if not listed:
         return None, (), None
     raw = listed[-1]
     found = tuple(
-        e
-        for e in (_typed(TorchExtension, item) for item in raw.get("extensions") or ())
-        if e is not None
+        e for e in (_typed(TorchExtension, item) for item in raw.get("extensions") or ()) if e is not None
     )
     loads: list[ExtensionLoad] = []
     pending: Mapping[str, Any] | None = None
@@ -582,7 +595,9 @@ def facts_from_outcome(outcome: ChildOutcome, smoke: bool = True) -> TorchFacts:
             last_stage=stages[-1] if stages else None,
             stderr_tail=outcome.stderr_tail[-2000:],
         )
-        return TorchFacts(installed=bool(stages), crash=end, surroundings=surroundings_from_records(outcome.records))
+        return TorchFacts(
+            installed=bool(stages), crash=end, surroundings=surroundings_from_records(outcome.records)
+        )
     raw = records[-1]
     devices = tuple(
         TorchDevice(

@@ -134,9 +134,9 @@ def built_against(torch: TorchFacts, ext: TorchExtension) -> BuiltAgainst | None
         return BuiltAgainst(
             torch=paired, how=f"{ext.name} {ext.version} is built against torch {paired}", authoritative=True
         )
-    cuda = _CUDA_LABEL.search(ext.version.split("+", 1)[1]) if "+" in ext.version else None
-    if cuda:
-        return BuiltAgainst(cuda=cuda_of(cuda.group(1)), how=f"its version label +{cuda.group(0)}")
+    tagged = _CUDA_LABEL.search(ext.version.split("+", 1)[1]) if "+" in ext.version else None
+    if tagged:
+        return BuiltAgainst(cuda=cuda_of(tagged.group(1)), how=f"its version label +{tagged.group(0)}")
     return None
 
 
@@ -221,11 +221,13 @@ def extension_fix(ctx: RuleContext, torch: TorchFacts, ext: TorchExtension) -> F
     how = row.get if row is not None else "rebuild"
     hold = companions.installed_pin("torch", torch.dist_version or built.version)
     variant = built.variant
-    major, minor = (list(_release(built.public)) + [0, 0])[:2]
+    major, minor = [*_release(built.public), 0, 0][:2]
     argv: list[str] | None = None
     words = ""
     if row is not None and how == "find_links" and row.find_links and variant:
-        url = row.find_links.format(torch=f"{major}.{minor}.0", torch_minor=f"{major}.{minor}", variant=variant)
+        url = row.find_links.format(
+            torch=f"{major}.{minor}.0", torch_minor=f"{major}.{minor}", variant=variant
+        )
         argv = [*_pip(ctx), "install", "--force-reinstall", "--no-deps", "--no-index", ext.name, "-f", url]
         words = f"from {url}, the page of builds for torch {major}.{minor} ({variant})"
     elif row is not None and how == "index" and row.index and variant:
@@ -322,12 +324,14 @@ def mismatches(torch: TorchFacts) -> Iterator[Mismatch]:
             continue
         if built is None:
             continue
-        abi = built.cxx11_abi is not None and torch.cxx11_abi is not None and built.cxx11_abi != torch.cxx11_abi
+        abi = (
+            built.cxx11_abi is not None and torch.cxx11_abi is not None and built.cxx11_abi != torch.cxx11_abi
+        )
         if abi:
             yield Mismatch(ext, built, (), (LoadCause("abi", f"{built.how} says the other C++ ABI"),))
-        elif other_torch(built, installed) and (built.authoritative or not loaded):
-            yield Mismatch(ext, built, (), ())
-        elif other_cuda(built, torch) and not loaded:
+        elif (other_torch(built, installed) and (built.authoritative or not loaded)) or (
+            other_cuda(built, torch) and not loaded
+        ):
             yield Mismatch(ext, built, (), ())
 
 
@@ -380,7 +384,9 @@ def extension_built_for_other_torch(ctx: RuleContext) -> Iterator[Hit]:
             said = f" Loading {_short(load.file)} beside torch fails: {cause.words}."
             evidence.append(f"load {_short(load.file)}: {load.status.value}")
             if load.error is not None:
-                evidence.append(load.error.message.strip().splitlines()[0][:300] if load.error.message else "")
+                evidence.append(
+                    load.error.message.strip().splitlines()[0][:300] if load.error.message else ""
+                )
             break
         if found.built is not None:
             evidence.append(found.built.how)
