@@ -147,7 +147,9 @@ def test_child_parses_its_arguments() -> None:
         "smoke": True,
         "size": 512,
         "budget": 12.5,
+        "knowledge": None,
     }
+    assert child.parse_args(["--knowledge", "t.json"])["knowledge"] == "t.json"
     assert child.parse_args(["--smoke-size", "lots"])["size"] is None  # ignored, not a crash
 
 

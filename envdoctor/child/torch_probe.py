@@ -1195,7 +1195,7 @@ def numpy_facts(torch, printed):
     """The NumPy distribution (read from its metadata, never imported here: torch imports it
     itself when it can), whether tensor.numpy() works, and NumPy's own message if it printed one."""
     data = {"version": dist_version("numpy"), "bridge": "not_run"}
-    if "NumPy" in printed:
+    if "numpy" in printed.lower():  # NumPy 2's banner, or an older one's "...version of numpy is 0xd"
         data["message"] = printed
     if torch is None:
         return data

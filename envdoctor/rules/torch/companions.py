@@ -470,6 +470,8 @@ def unmet_requirements(ctx: RuleContext, torch: TorchFacts) -> Iterator[UnmetReq
             required = normalize_name(requirement.name)
             if dependent in COMPANIONS and required == "torch":
                 continue  # ED202 judges a companion against torch, with the pairing data
+            if required.startswith("nvidia-"):
+                continue  # torch's CUDA wheels: ED220 and ED221 judge them
             installed = by_name.get(required)
             if installed is None:
                 continue
@@ -567,8 +569,15 @@ def _dependent_fixes(ctx: RuleContext, torch: TorchFacts, unmet: UnmetRequiremen
 )
 def dependent_pinned_to_another_torch(ctx: RuleContext) -> Iterator[Hit]:
     torch = ctx.need(TorchFacts)
+    from envdoctor.rules.torch.extensions import mismatches
+
+    # An extension whose load failed (or whose own build info names another torch) is ED212's,
+    # with this pin as part of its evidence: one cause, one finding.
+    reported = {normalize_name(m.ext.name) for m in mismatches(torch)}
     for unmet in unmet_requirements(ctx, torch):
         dependent, installed = unmet.dependent, unmet.installed
+        if normalize_name(dependent.name) in reported:
+            continue
         exact = any(spec.operator in ("==", "===") for spec in unmet.requirement.specifier)
         meaning = (
             f"An exact pin means {dependent.name} was built against that {installed.name} release: "

@@ -68,6 +68,8 @@ class BuiltAgainst:
     cxx11_abi: bool | None = None
     how: str = ""  # where that was read, in words
     authoritative: bool = False  # the package's own table: it refuses other pairs itself
+    variant: str | None = None  # the exact torch build ("cu118"), when a build-info file names it
+    pin_only: bool = False  # only its Requires-Dist pin says so: ED205's to report, alone
 
 
 def _tag_of(text: str) -> BuiltAgainst | None:
@@ -116,6 +118,7 @@ def built_against(torch: TorchFacts, ext: TorchExtension) -> BuiltAgainst | None
             torch=ext.built_for.torch.split("+", 1)[0],
             cuda=cuda,
             how=f"its build-info file says PyTorch {ext.built_for.torch}",
+            variant=label,
         )
     for text in (ext.version, (ext.source or "").rsplit("/", 1)[-1]):
         found = _tag_of(text) if text else None
@@ -128,6 +131,7 @@ def built_against(torch: TorchFacts, ext: TorchExtension) -> BuiltAgainst | None
             torch=pinned.split("+", 1)[0],
             cuda=cuda_of(label[2:]) if label and label.startswith("cu") else None,
             how=f"its metadata pins torch=={pinned}",
+            pin_only=True,
         )
     paired = table.built_for(ext.name, ext.version)
     if paired:
@@ -201,6 +205,10 @@ def problem_loads(torch: TorchFacts, name: str) -> tuple[ExtensionLoad, ...]:
     return tuple(load for load in torch.extensions.loads_of(name) if load.problem)
 
 
+def _named(ext: TorchExtension) -> str:
+    return f"{ext.name} {ext.version}".strip()
+
+
 def _short(path: str) -> str:
     return path.replace("\\", "/").rsplit("/", 1)[-1]
 
@@ -224,7 +232,12 @@ def extension_fix(ctx: RuleContext, torch: TorchFacts, ext: TorchExtension) -> F
     major, minor = [*_release(built.public), 0, 0][:2]
     argv: list[str] | None = None
     words = ""
-    if row is not None and how == "find_links" and row.find_links and variant:
+    paired = table.release_for(ext.name, built.public) if row is not None and row.pairs else None
+    if paired is not None:
+        index = ["--index-url", row.index.format(variant=variant)] if row and row.index and variant else []
+        argv = [*_pip(ctx), "install", f"{ext.name}=={paired}", hold, *index]
+        words = f"{ext.name} {paired} is the release built against torch {built.public}"
+    elif row is not None and how == "find_links" and row.find_links and variant:
         url = row.find_links.format(
             torch=f"{major}.{minor}.0", torch_minor=f"{major}.{minor}", variant=variant
         )
@@ -234,13 +247,10 @@ def extension_fix(ctx: RuleContext, torch: TorchFacts, ext: TorchExtension) -> F
         url = row.index.format(variant=variant)
         argv = [*_pip(ctx), "install", "--upgrade", ext.name, hold, "--index-url", url]
         words = f"from {url}; pip picks the release that accepts the installed torch, which stays as it is"
-    elif row is not None and how == "pairs":
-        paired = table.release_for(ext.name, built.public)
-        if paired is not None:
-            argv = [*_pip(ctx), "install", f"{ext.name}=={paired}", hold]
-            words = f"{ext.name} {paired} is the release built against torch {built.public}"
     if argv is None and how in ("rebuild",):
-        target = row.rebuild if row is not None and row.rebuild else f"{ext.name}=={ext.version}"
+        target = row.rebuild if row is not None and row.rebuild else ext.name
+        if target == ext.name and ext.version:
+            target = f"{ext.name}=={ext.version}"
         options = list(row.build_options) if row is not None else []
         argv = [
             *_pip(ctx),
@@ -308,29 +318,48 @@ class Mismatch:
         return any(c.kind == "abi" for c in self.causes)
 
 
+def _other_build(built: BuiltAgainst, torch: TorchFacts) -> bool:
+    """The exact build a build-info file names ("2.0.1+cu118") is not this torch's build."""
+    if built.variant is None or not torch.imported:
+        return False
+    mine = companions.label_variant(torch.version) or torch.variant
+    return mine is not None and mine != built.variant
+
+
 def mismatches(torch: TorchFacts) -> Iterator[Mismatch]:
     """The extensions that do not belong to this torch: a load failed, or what they say they were
-    built for is another torch (or CUDA major)."""
+    built for is another torch (or CUDA major). A torch pin alone is ED205's."""
     if torch.extensions is None or not torch.extensions.extensions:
         return
+    from envdoctor.rules.torch.import_errors import explained_elsewhere
+
     installed = torch.version or torch.dist_version
     for ext in torch.extensions.extensions:
         built = built_against(torch, ext)
-        failed = problem_loads(torch, ext.name)
+        failed = tuple(
+            load
+            for load in problem_loads(torch, ext.name)
+            if load.error is None or not explained_elsewhere(load.error.message)
+        )
         causes = tuple(load_cause(load, torch) for load in failed)
         loaded = bool(torch.extensions.loads_of(ext.name)) and not failed
-        if failed:
+        abi = bool(
+            built is not None
+            and built.cxx11_abi is not None
+            and torch.cxx11_abi is not None
+            and built.cxx11_abi != torch.cxx11_abi
+        )
+        if abi and built is not None:
+            causes += (LoadCause("abi", f"{built.how} says the other C++ ABI"),)
+        if failed or abi:
             yield Mismatch(ext, built, failed, causes)
             continue
-        if built is None:
+        if built is None or built.pin_only:
             continue
-        abi = (
-            built.cxx11_abi is not None and torch.cxx11_abi is not None and built.cxx11_abi != torch.cxx11_abi
-        )
-        if abi:
-            yield Mismatch(ext, built, (), (LoadCause("abi", f"{built.how} says the other C++ ABI"),))
-        elif (other_torch(built, installed) and (built.authoritative or not loaded)) or (
-            other_cuda(built, torch) and not loaded
+        if (
+            (_other_build(built, torch) and not loaded)
+            or (other_torch(built, installed) and (built.authoritative or not loaded))
+            or (other_cuda(built, torch) and not loaded)
         ):
             yield Mismatch(ext, built, (), ())
 
@@ -378,7 +407,7 @@ def extension_built_for_other_torch(ctx: RuleContext) -> Iterator[Hit]:
         if found.abi:
             continue  # ED213 names the C++ ABI
         ext = found.ext
-        evidence = [f"torch {installed}", f"{ext.name} {ext.version}"]
+        evidence = [f"torch {installed}", _named(ext)]
         said = ""
         for load, cause in zip(found.loads, found.causes):
             said = f" Loading {_short(load.file)} beside torch fails: {cause.words}."
@@ -394,8 +423,14 @@ def extension_built_for_other_torch(ctx: RuleContext) -> Iterator[Hit]:
         other = torch_fix(ctx, torch, ext, found.built) if found.built is not None else None
         if other is not None:
             fixes.append(other)
+        fixes.append(
+            Fix(
+                summary=f"Or, when nothing here uses {ext.name} any more (a leftover build), uninstall it",
+                commands=(join([*_pip(ctx), "uninstall", "-y", ext.name], ctx.platform.os),),
+            )
+        )
         yield Hit(
-            title=f"{ext.name} {ext.version} was built for another torch than torch {installed}",
+            title=f"{_named(ext)} was built for another torch than torch {installed}",
             detail=f"{ext.name}'s compiled parts link torch's libraries, and they fit one torch build "
             f"only.{said}{_built_words(found.built)} Every {ext.name} call that needs them fails (or "
             "the interpreter aborts) until the pair matches.",
@@ -443,7 +478,7 @@ def extension_cxx11_abi_mismatch(ctx: RuleContext) -> Iterator[Hit]:
         evidence = [
             f"torch {installed}",
             f"torch._C._GLIBCXX_USE_CXX11_ABI = {torch.cxx11_abi}",
-            f"{ext.name} {ext.version}",
+            _named(ext),
         ]
         if found.built is not None and found.built.cxx11_abi is not None:
             evidence.append(found.built.how)
@@ -452,7 +487,7 @@ def extension_cxx11_abi_mismatch(ctx: RuleContext) -> Iterator[Hit]:
         fix = extension_fix(ctx, torch, ext)
         want = flag[torch.cxx11_abi]
         yield Hit(
-            title=f"{ext.name} {ext.version} was built with the other C++ ABI than torch {installed}",
+            title=f"{_named(ext)} was built with the other C++ ABI than torch {installed}",
             detail=f"torch {installed} is built with _GLIBCXX_USE_CXX11_ABI={int(bool(torch.cxx11_abi))}; "
             f"{ext.name}: {cause.words}{symbol}. A build for this torch carries the tag "
             f"cxx11abi{want}; a wheel with the other tag, or a build made against an older torch with "
@@ -493,7 +528,7 @@ def extension_needs_torch_imported_first(ctx: RuleContext) -> Iterator[Hit]:
         modules = ", ".join(ext.top_level)
         first = ext.top_level[0]
         yield Hit(
-            title=f"import torch before {modules} ({ext.name} {ext.version})",
+            title=f"import torch before {modules} ({_named(ext)})",
             detail=f"{modules} is a compiled torch extension that Python imports directly, and it "
             "needs torch's libraries (libc10, libtorch_python) already loaded: imported first it "
             "fails with 'libc10.so: cannot open shared object file' or 'undefined symbol: "
@@ -507,12 +542,13 @@ def extension_needs_torch_imported_first(ctx: RuleContext) -> Iterator[Hit]:
 
 
 def _lite(row: table.ExtensionRow, version: str) -> bool:
+    """A release of the lite package (mmcv 1.x); one whose version is not known counts as lite."""
     if row.lite_before is None:
         return False
     try:
         return Version(version.split("+", 1)[0]) < Version(row.lite_before)
     except InvalidVersion:
-        return False
+        return True
 
 
 @rule(
@@ -541,9 +577,9 @@ def extension_without_compiled_ops(ctx: RuleContext) -> Iterator[Hit]:
         row = table.extension(ext.name)
         if row is None or row.ops is None or ext.error is not None:
             continue
-        lite = _lite(row, ext.version)
-        if ext.compiled_files and not lite:
+        if ext.compiled_files:
             continue
+        lite = _lite(row, ext.version)
         modules = ", ".join(row.modules) or "its compiled ops"
         fixes: list[Fix] = []
         if lite and row.instead:
@@ -552,7 +588,7 @@ def extension_without_compiled_ops(ctx: RuleContext) -> Iterator[Hit]:
             install = extension_fix(ctx, torch, swap) if instead is not None else None
             fixes.append(
                 Fix(
-                    summary=f"Replace {ext.name} {ext.version} (the lite package) with {row.instead}, "
+                    summary=f"Replace {_named(ext)} (the lite package) with {row.instead}, "
                     "built for this torch",
                     commands=(
                         join([*_pip(ctx), "uninstall", "-y", ext.name], ctx.platform.os),
@@ -561,14 +597,14 @@ def extension_without_compiled_ops(ctx: RuleContext) -> Iterator[Hit]:
                     kind=FixKind.INSTALL,
                 )
             )
-            what = f"{ext.name} {ext.version} is the lite package: {modules} come with {row.instead}"
+            what = f"{_named(ext)} is the lite package: {modules} come with {row.instead}"
         else:
             install = extension_fix(ctx, torch, ext)
             if install is not None:
                 fixes.append(install)
-            what = f"{ext.name} {ext.version} has no compiled file at all: {modules} are missing"
+            what = f"{_named(ext)} has no compiled file at all: {modules} are missing"
         yield Hit(
-            title=f"{ext.name} {ext.version} is installed without its compiled ops",
+            title=f"{_named(ext)} is installed without its compiled ops",
             detail=f"{what}. Importing {ext.name} works, but the first op that needs them fails with "
             f"'No module named {row.modules[0] if row.modules else ext.name}'.",
             evidence=(f"{ext.name} {ext.version}: {ext.compiled_files} compiled files",),

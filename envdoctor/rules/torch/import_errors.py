@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from packaging.requirements import InvalidRequirement, Requirement
 
 from envdoctor.knowledge import torch_extensions as table
+from envdoctor.knowledge.signatures import PASTED, ErrorEvidence
 from envdoctor.model.findings import Fix, FixKind, Severity
 from envdoctor.probes.python_env import PythonFacts
 from envdoctor.probes.toolkit import ToolkitFacts
@@ -40,10 +41,15 @@ def shell_of(ctx: RuleContext) -> str | None:
     return facts.shell if facts is not None else None
 
 
-def failure_texts(torch: TorchFacts) -> tuple[tuple[str, str], ...]:
+def failure_texts(torch: TorchFacts, ctx: RuleContext | None = None) -> tuple[tuple[str, str], ...]:
     """(where, message) of each failure the torch child captured: the import, extension loads,
-    companion loads."""
+    companion loads; and the error pasted to `envdoctor why`, which these rules read with this
+    machine's facts (the conda env, the loaded library's folder)."""
     found: list[tuple[str, str]] = []
+    evidence = ctx.get(ErrorEvidence) if ctx is not None else None
+    for text in evidence.texts if evidence is not None else ():
+        if text.source == PASTED:
+            found.append(("the pasted error", text.text[:20000]))
     if torch.import_error is not None:
         found.append(("import torch", f"{torch.import_error.message}\n{torch.import_error.traceback or ''}"))
     if torch.extensions is not None:
@@ -136,7 +142,7 @@ def mixed_nvidia_cuda_wheels(ctx: RuleContext) -> Iterator[Hit]:
         return
     pip = [ctx.interpreter.path, "-m", "pip"]
     names = ", ".join(f"{w.dist.name} {w.dist.version}" for w in other)
-    said = next((m for _, m in failure_texts(torch) if "undefined symbol" in m), None)
+    said = next((m for _, m in failure_texts(torch, ctx) if "undefined symbol" in m), None)
     detail = (
         f"CUDA {keep} wheels (the ones torch uses) share their folders under site-packages/nvidia with "
         f"CUDA {other[0].major} ones: {names}. Whichever was installed last owns the library files "
@@ -227,7 +233,7 @@ def torch_nvidia_wheels_missing(ctx: RuleContext) -> Iterator[Hit]:
         return
     version = torch.version or torch.dist_version or "?"
     pins = [f"{r.name}{r.specifier}" for r in missing]
-    said = next((m for _, m in failure_texts(torch) if _MISSING_CUDA_LIBRARY.search(m)), None)
+    said = next((m for _, m in failure_texts(torch, ctx) if _MISSING_CUDA_LIBRARY.search(m)), None)
     detail = (
         f"torch {version}'s metadata requires {', '.join(pins[:6])}{' and more' if len(pins) > 6 else ''}, "
         "which are not installed: torch loads its CUDA libraries from them."
@@ -287,7 +293,7 @@ def conda_mkl_breaks_torch(ctx: RuleContext) -> Iterator[Hit]:
         broken = table.conda_break(package.name, package.version)
         if broken is None:
             continue
-        said = next((m for _, m in failure_texts(torch) if broken.symbol in m), None)
+        said = next((m for _, m in failure_texts(torch, ctx) if broken.symbol in m), None)
         if around.conda("pytorch") is None and said is None:
             continue  # pip's torch bundles its own MKL: only conda's build links the system one
         detail = (
@@ -335,7 +341,7 @@ def conda_mkl_breaks_torch(ctx: RuleContext) -> Iterator[Hit]:
 )
 def static_tls_exhausted(ctx: RuleContext) -> Iterator[Hit]:
     torch = ctx.need(TorchFacts)
-    for where, message in failure_texts(torch):
+    for where, message in failure_texts(torch, ctx):
         match = _STATIC_TLS.search(message)
         old = _STATIC_TLS_OLD.search(message)
         if match is None and old is None:
@@ -402,7 +408,7 @@ def libstdcxx_too_old(ctx: RuleContext) -> Iterator[Hit]:
     conda = torch.surroundings is not None and torch.surroundings.conda_packages is not None
     python = ctx.get(PythonFacts)
     conda = conda or (python is not None and python.is_conda)
-    for where, message in failure_texts(torch):
+    for where, message in failure_texts(torch, ctx):
         match = _GLIBCXX.search(message)
         if match is None:
             continue

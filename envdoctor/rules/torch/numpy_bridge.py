@@ -160,7 +160,20 @@ def _planned_torch(fix: Fix) -> str | None:
 def numpy_not_installed(ctx: RuleContext) -> Iterator[Hit]:
     torch = ctx.need(TorchFacts)
     numpy = torch.numpy
-    if not torch.imported or numpy is None or numpy.version is not None:
+    if numpy is None or numpy.version is not None or not torch.installed:
+        return
+    needed = torch.import_error is not None and "numpy" in torch.import_error.message.lower()
+    if not torch.imported and not needed:
+        return
+    if needed and torch.import_error is not None:
+        # Old torch builds (0.x) import NumPy's C-API at import: without NumPy, import torch fails.
+        yield Hit(
+            title="import torch fails: NumPy is not installed, and this torch needs it to import",
+            detail=f"import torch says: {_first_line(torch.import_error.message)}. NumPy is not installed "
+            "beside it; this torch build imports NumPy's C-API at start-up.",
+            evidence=("numpy: not installed", _first_line(torch.import_error.message)[:200]),
+            fixes=(Fix(summary="Install NumPy into this environment", commands=(_pip(ctx, "numpy"),)),),
+        )
         return
     version = torch.version or torch.dist_version
     old = numpy_support.built_for_numpy1(version, ctx.platform.os)
