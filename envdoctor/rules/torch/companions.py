@@ -388,6 +388,10 @@ def companion_extension_fails_to_load(ctx: RuleContext) -> Iterator[Hit]:
     torch = ctx.need(TorchFacts)
     if not torch.imported or torch.extensions is None:
         return
+    from envdoctor.rules.torch import nightly
+
+    if nightly.involved(torch, torch.version or torch.dist_version or ""):
+        return  # nights, not releases, decide the pair: ED202 names it with the nightly index's fix
     for load in torch.extensions.loads:
         if not load.problem:
             continue

@@ -296,7 +296,7 @@ def torch_fix(ctx: RuleContext, torch: TorchFacts, ext: TorchExtension, built: B
         return None
     return companions.pair_fix(
         ctx,
-        f"Or install torch {release.torch} ({variant}), the build {ext.name} {ext.version} was made for",
+        f"Install torch {release.torch} ({variant}), the build {_named(ext)} was made for",
         release.torch,
         variant,
         companions.installed_companions(torch),
@@ -422,16 +422,20 @@ def extension_built_for_other_torch(ctx: RuleContext) -> Iterator[Hit]:
         fixes = [f for f in (extension_fix(ctx, torch, ext),) if f is not None]
         other = torch_fix(ctx, torch, ext, found.built) if found.built is not None else None
         if other is not None:
-            fixes.append(other)
+            # Its build-info file names the exact torch build: that torch is the surer way to a pair.
+            if found.built is not None and found.built.variant is not None:
+                fixes.insert(0, other)
+            else:
+                fixes.append(other)
         fixes.append(
             Fix(
-                summary=f"Or, when nothing here uses {ext.name} any more (a leftover build), uninstall it",
+                summary=f"When nothing here uses {ext.name} any more (a leftover build), uninstall it",
                 commands=(join([*_pip(ctx), "uninstall", "-y", ext.name], ctx.platform.os),),
             )
         )
         yield Hit(
             title=f"{_named(ext)} was built for another torch than torch {installed}",
-            detail=f"{ext.name}'s compiled parts link torch's libraries, and they fit one torch build "
+            detail=f"The compiled parts of {ext.name} link torch's libraries, and they fit one torch build "
             f"only.{said}{_built_words(found.built)} Every {ext.name} call that needs them fails (or "
             "the interpreter aborts) until the pair matches.",
             evidence=tuple(e for e in evidence if e),

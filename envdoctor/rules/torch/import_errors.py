@@ -415,7 +415,7 @@ def libstdcxx_too_old(ctx: RuleContext) -> Iterator[Hit]:
         loaded, symbol, by = match.group("loaded"), match.group("symbol"), match.group("by")
         gcc = table.gcc_for(symbol)
         needs = f"{symbol}" + (f" (the libstdc++ of GCC {gcc} or newer)" if gcc else "")
-        requirer = f" needed by {by.rsplit('/', 1)[-1]}" if by else ""
+        requirer = f" for {by.rsplit('/', 1)[-1]}" if by else ""
         system = loaded.startswith(("/lib", "/usr/lib"))
         fixes: list[Fix] = []
         if conda and not system:

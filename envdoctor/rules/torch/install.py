@@ -165,6 +165,7 @@ def torch_import_fails(ctx: RuleContext) -> Iterator[Hit]:
     fixes: list[Fix] = []
     outside = _outside_site_packages(torch)
     if outside is not None:
+        cause = None  # the folder is the cause: the generic reading of the message adds nothing
         fixes.append(
             Fix(
                 summary=f"Start Python from another folder: torch is imported from {outside}, a folder that "
@@ -173,7 +174,7 @@ def torch_import_fails(ctx: RuleContext) -> Iterator[Hit]:
                 commands=("cd ~",) if ctx.platform.os != "windows" else ("cd $HOME",),
             )
         )
-    if cause is not None:
+    if cause is not None and outside is None:
         python = quote(ctx.interpreter.path, ctx.platform.os)
         commands = tuple(c.replace("{python}", python) for c in cause.commands)
         fixes.append(Fix(summary=cause.fix, commands=commands, link=cause.link))
@@ -291,7 +292,7 @@ def _illegal_instruction(ctx: RuleContext, torch: TorchFacts, ended: str, comman
         if numpy == "1.19.5":
             fixes.append(
                 Fix(
-                    summary="Or install a NumPy whose OpenBLAS detects this CPU right (1.19.5 is the one "
+                    summary="Install a NumPy whose OpenBLAS detects this CPU right (1.19.5 is the one "
                     "known to crash on Jetson)",
                     commands=(
                         f'{quote(ctx.interpreter.path, ctx.platform.os)} -m pip install "numpy!=1.19.5"',

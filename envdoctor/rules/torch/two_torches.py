@@ -77,9 +77,18 @@ def two_torches_pip_and_conda(ctx: RuleContext) -> Iterator[Hit]:
         uninstall = join([ctx.interpreter.path, "-m", "pip", "uninstall", "-y", "torch"], ctx.platform.os)
         if conda_fix is not None and any(c.startswith("conda ") for c in conda_fix.commands):
             fixes.append(replace(conda_fix, commands=(uninstall, *conda_fix.commands)))
+        else:  # a conda build envdoctor's data does not have: the channels it came from are the user's
+            fixes.append(
+                Fix(
+                    summary=f"Keep conda's pytorch {conda.version}: uninstall pip's torch, then reinstall "
+                    f"pytorch {conda.version} with `conda install --force-reinstall` from the channels this "
+                    "environment was made with (its environment.yml)",
+                    commands=(uninstall,),
+                )
+            )
         pip_plan = install.plan(install_target(ctx, torch=(pip_version or "").split("+", 1)[0] or None))
         pip_fix = plan_fix(
-            ctx, _forced(pip_plan), f"Or keep pip's torch {pip_version}: after conda forgets its package"
+            ctx, _forced(pip_plan), f"Keep pip's torch {pip_version}: after conda forgets its package"
         )
         if pip_fix is not None:
             fixes.append(replace(pip_fix, commands=("conda remove --force -y pytorch", *pip_fix.commands)))
