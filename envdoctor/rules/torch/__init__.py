@@ -6,6 +6,7 @@ from envdoctor.rules.base import Rule, rules_in
 from envdoctor.rules.torch import (
     build,
     companions,
+    dependents,
     environment,
     extensions,
     gpu,
@@ -20,3 +21,4 @@ RULES: tuple[Rule, ...] = rules_in(install, environment, build, companions, gpu,
 RULES += rules_in(extensions)
 RULES += rules_in(import_errors)
 RULES += rules_in(two_torches)
+RULES += rules_in(dependents)
