@@ -159,7 +159,11 @@ def distributions(known=(), candidates=None):
                 continue
             required = normalize(match.group(1))
             requires_torch = requires_torch or required == "torch"
-            if watched(required) or (key == "torch" and required.startswith("nvidia-")):
+            if (
+                required in WATCHED
+                or required.startswith("pytorch-triton")
+                or (key == "torch" and required.startswith("nvidia-"))
+            ):
                 pins.append(requirement[:300])
         nvidia = key.startswith("nvidia-")
         if (
@@ -916,9 +920,15 @@ def compiled(path):
     return name.endswith(COMPILED_SUFFIXES) or ".so." in name
 
 
+COMPILED_MARKS = (".so,", ".pyd,", ".dylib,", ".so.")
+
+
 def record_files(dist):
     """(compiled files, build-info files, whether it has a Python package of its own) of a
     distribution, as absolute paths, from its RECORD (or installed-files.txt)."""
+    record = read_dist_file(dist, "RECORD")
+    if record is not None and not any(mark in record for mark in COMPILED_MARKS):
+        return [], [], False  # nothing compiled: not worth parsing (pip's RECORD has 1,000 lines)
     try:
         files = dist.files or ()
     except Exception:
@@ -993,8 +1003,8 @@ def examine_extension(dist, name, version, requires_torch):
     """The torch-linked compiled files of one distribution; None when it has none and neither
     requires torch nor is in the table (a compiled package that has nothing to do with torch)."""
     files, info, package = record_files(dist)
-    if not files:
-        files = package_files(dist)
+    if not files and read_dist_file(dist, "RECORD") is None:
+        files = package_files(dist)  # an egg or a setup.py install: no RECORD to read
     linked = []
     for path in files:
         libraries = linked_libraries(path)
