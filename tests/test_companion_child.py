@@ -277,4 +277,5 @@ def test_this_environment_is_scanned_without_importing_anything() -> None:
     assert not imported & {"pip", "pytest", "typer", "rich", "packaging", "numpy", "envdoctor-tests"}
     assert names["torch"]["version"] == metadata.version("torch")
     assert names["torch"].get("installer") == "pip"
-    assert all(child.watched(e["name"]) or e["requires"] for e in found)  # only what matters is kept
+    # only what matters is kept: watched names, their dependents, and the nvidia-* wheels
+    assert all(child.watched(e["name"]) or e["requires"] or e["name"].startswith("nvidia-") for e in found)

@@ -141,13 +141,15 @@ def test_child_args_follow_the_options() -> None:
 
 
 def test_child_parses_its_arguments() -> None:
-    assert child.parse_args([]) == {"smoke": True, "size": None, "budget": None}
+    assert child.parse_args([]) == {"smoke": True, "size": None, "budget": None, "knowledge": None}
     assert child.parse_args(["--no-smoke"])["smoke"] is False
     assert child.parse_args(["--smoke-size", "512", "--budget", "12.5"]) == {
         "smoke": True,
         "size": 512,
         "budget": 12.5,
+        "knowledge": None,
     }
+    assert child.parse_args(["--knowledge", "t.json"])["knowledge"] == "t.json"
     assert child.parse_args(["--smoke-size", "lots"])["size"] is None  # ignored, not a crash
 
 

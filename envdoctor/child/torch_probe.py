@@ -122,8 +122,11 @@ def origin(dist):
     return found
 
 
-def distributions():
-    """Each installed distribution that requires a watched one, or is one: None before Python 3.8."""
+def distributions(known=(), candidates=None):
+    """Each installed distribution that requires a watched one, or is one, and every nvidia-*
+    wheel: None before Python 3.8. torch's own entry keeps its nvidia-* requirements too. The
+    distributions that may be torch extensions (they require torch, or `known` names them) are
+    appended to `candidates` as (dist, name, version, requires torch), examined after the import."""
     try:
         from importlib import metadata
     except ImportError:
@@ -149,11 +152,31 @@ def distributions():
             except Exception:
                 requires = []
         pins = []
+        requires_torch = False
         for requirement in requires:
             match = REQUIREMENT_NAME.match(requirement)
-            if match and watched(match.group(1)):
+            if not match:
+                continue
+            required = normalize(match.group(1))
+            requires_torch = requires_torch or required == "torch"
+            if (
+                required in WATCHED
+                or required.startswith("pytorch-triton")
+                or (key == "torch" and required.startswith("nvidia-"))
+            ):
                 pins.append(requirement[:300])
-        if not pins and not watched(name):
+        nvidia = key.startswith("nvidia-")
+        if (
+            candidates is not None
+            and key not in NOT_EXTENSIONS
+            and not nvidia
+            and not key.startswith("pytorch-triton")
+            # No requirements at all: a setup.py build of a cpp_extension (trilinear, gymtorch)
+            # declares none; its compiled files tell (only the torch-linked ones are reported).
+            and (requires_torch or key in known or not requires)
+        ):
+            candidates.append((dist, name, version, requires_torch or key in known))
+        if not pins and not watched(name) and not nvidia:
             continue
         entry = {"name": name, "version": version, "requires": pins}
         if watched(name):
@@ -172,6 +195,8 @@ def collect(torch, info, errors):
     info["location"] = getattr(torch, "__file__", None)
     torch_version = getattr(torch, "version", None)
     info["cuda"] = getattr(torch_version, "cuda", None)
+    abi = getattr(getattr(torch, "_C", None), "_GLIBCXX_USE_CXX11_ABI", None)
+    info["cxx11_abi"] = abi if isinstance(abi, bool) else None
     info["hip"] = getattr(torch_version, "hip", None)
     info["git_version"] = getattr(torch_version, "git_version", None)
     try:
@@ -497,6 +522,657 @@ def check_companions(torch, present, deadline):
         emit("companion", record)
 
 
+# ---------------------------------------------------------------------------------------------
+# Around torch, read before the import (so that a crash in it still leaves them): the copies of
+# torch on sys.path, the user site, the conda packages of this prefix, NumPy's version and the
+# CPU's instruction-set flags. Files and folders only; nothing is imported.
+
+MAX_COPIES = 8
+CONDA_WATCHED = (
+    "pytorch",
+    "pytorch-cuda",
+    "pytorch-cpu",
+    "pytorch-gpu",
+    "pytorch-mutex",
+    "libtorch",
+    "torchvision",
+    "torchaudio",
+    "cpuonly",
+    "mkl",
+    "numpy",
+    "libstdcxx-ng",
+    "libstdcxx",
+    "libgcc-ng",
+    "libgcc",
+    "intel-openmp",
+    "llvm-openmp",
+    "cudatoolkit",
+)
+CPU_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f")
+
+
+def torch_copies():
+    """Every folder on sys.path that holds a torch package, in import order (the first wins for a
+    plain `import torch`), with the version its version.py and its dist-info name say."""
+    found = []
+    seen = set()
+    for entry in sys.path:
+        folder = entry or os.curdir
+        try:
+            real = os.path.realpath(folder)
+        except (OSError, ValueError):
+            continue
+        if real in seen:
+            continue
+        seen.add(real)
+        package = os.path.join(folder, "torch")
+        if not os.path.isfile(os.path.join(package, "__init__.py")):
+            continue
+        copy = {"path": real, "version": version_file(package), "dists": dist_infos(folder, "torch")}
+        found.append(copy)
+        if len(found) >= MAX_COPIES:
+            break
+    return found
+
+
+def dist_infos(folder, name):
+    """The versions of `name`'s dist-info / egg-info folders in `folder` (two mean a mixed install)."""
+    try:
+        names = os.listdir(folder)
+    except (IOError, OSError):
+        return []
+    found = []
+    prefix = name + "-"
+    for entry in names:
+        lowered = entry.lower()
+        if lowered.startswith(prefix) and lowered.endswith((".dist-info", ".egg-info")):
+            found.append(entry.rsplit(".", 1)[0][len(prefix) :])
+    return sorted(found)[:8]
+
+
+def cwd_torch():
+    """A torch package folder in the working directory: `python` started here (interactive, -c,
+    -m) imports it instead of the installed one, as a source checkout of torch does."""
+    try:
+        here = os.getcwd()
+    except (IOError, OSError):
+        return None
+    package = os.path.join(here, "torch")
+    if not os.path.isfile(os.path.join(package, "__init__.py")):
+        return None
+    return {"path": os.path.realpath(package), "version": version_file(package)}
+
+
+def user_site():
+    try:
+        import site
+
+        path = site.getusersitepackages() if hasattr(site, "getusersitepackages") else None
+        enabled = bool(getattr(site, "ENABLE_USER_SITE", False))
+    except Exception:
+        path, enabled = None, False
+    return {
+        "path": path if isinstance(path, str) else None,
+        "enabled": enabled,
+        "no_user_site_flag": bool(getattr(sys.flags, "no_user_site", 0)),
+        "env": "PYTHONNOUSERSITE" in os.environ,
+    }
+
+
+def conda_packages():
+    """name, version and build of the watched packages conda installed into this prefix, from the
+    file names in conda-meta (name-version-build.json); None when the prefix is no conda env."""
+    folder = os.path.join(sys.prefix, "conda-meta")
+    try:
+        names = os.listdir(folder)
+    except (IOError, OSError):
+        return None
+    found = []
+    for entry in sorted(names):
+        if not entry.endswith(".json"):
+            continue
+        parts = entry[: -len(".json")].rsplit("-", 2)
+        if len(parts) == 3 and parts[0].lower() in CONDA_WATCHED:
+            found.append({"name": parts[0], "version": parts[1], "build": parts[2]})
+    return found[:40]
+
+
+def cpu_flags():
+    """The instruction-set flags of interest the CPU has (Linux /proc/cpuinfo); None elsewhere."""
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return [f for f in CPU_FLAGS if f in flags]
+    except (IOError, OSError):
+        pass
+    return None
+
+
+ENTRY_POINTS = ("python", "python3", "pip", "pip3", "torchrun")
+SHEBANG_EXEC = re.compile(r"^'''exec' (\S+)")
+
+
+def shebang(path):
+    """The interpreter a console script runs: its #! line, or the exec line pip writes under
+    #!/bin/sh when the interpreter's path is too long for #!. None for a binary."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(1024).decode("utf-8", "replace")
+    except (IOError, OSError):
+        return None
+    lines = head.splitlines()
+    if not lines or not lines[0].startswith("#!"):
+        return None
+    words = lines[0][2:].split()
+    if not words:
+        return None
+    if words[0].endswith("/sh"):
+        for line in lines[1:4]:
+            match = SHEBANG_EXEC.match(line)
+            if match:
+                return match.group(1)
+        return None
+    if words[0].endswith("/env") and len(words) > 1:
+        try:
+            import shutil
+
+            return shutil.which(words[1])
+        except Exception:
+            return None
+    return words[0]
+
+
+def same_folder(a, b):
+    try:
+        return os.path.realpath(os.path.dirname(a)) == os.path.realpath(os.path.dirname(b))
+    except (OSError, ValueError):
+        return None
+
+
+def entry_points():
+    """What `python`, `pip`, `torchrun` on PATH run: the interpreter of each, and whether it is the
+    examined one (same folder: a venv's python is a link to the base interpreter, its folder is not).
+    POSIX only: Windows' launchers are .exe files."""
+    if os.name == "nt":
+        return None
+    try:
+        import shutil
+    except Exception:
+        return None
+    found = []
+    for name in ENTRY_POINTS:
+        try:
+            path = shutil.which(name)
+        except Exception:
+            path = None
+        if not path:
+            continue
+        interpreter = path if name.startswith("python") else shebang(path)
+        if interpreter and os.path.basename(interpreter) in ("sh", "bash", "zsh", "dash"):
+            interpreter = None  # a shim (pyenv, asdf) that picks the interpreter at run time
+        entry = {"name": name, "path": path, "interpreter": interpreter}
+        if interpreter:
+            entry["same_environment"] = same_folder(interpreter, sys.executable)
+        found.append(entry)
+    return found
+
+
+def surroundings():
+    data = {
+        "executable": sys.executable,
+        "entry_points": entry_points(),
+        "torch_copies": torch_copies(),
+        "cwd_torch": cwd_torch(),
+        "user_site": user_site(),
+        "conda_packages": conda_packages(),
+        "numpy_version": dist_version("numpy"),
+        "cpu_flags": cpu_flags(),
+        "machine": platform.machine(),
+    }
+    return data
+
+
+# ---------------------------------------------------------------------------------------------
+# Binary links: the libraries a compiled file asks the loader for (ELF DT_NEEDED, PE imports,
+# Mach-O LC_LOAD_DYLIB), read from its headers with a few small reads, whatever its size (a
+# flash-attn build is 400 MB). A file that links torch's own libraries is a torch extension.
+
+TORCH_LIBRARIES = (
+    "c10",
+    "c10_cuda",
+    "c10_hip",
+    "c10_xpu",
+    "torch",
+    "torch_cpu",
+    "torch_cuda",
+    "torch_cuda_cpp",
+    "torch_cuda_cu",
+    "torch_hip",
+    "torch_xpu",
+    "torch_python",
+    "torch_global_deps",
+)
+
+
+def library_stem(name):
+    """ "c10" from "libc10.so", "@rpath/libc10.dylib" or "c10.dll"."""
+    base = name.replace("\\", "/").rsplit("/", 1)[-1].lower()
+    if base.startswith("lib"):
+        base = base[3:]
+    return base.split(".", 1)[0]
+
+
+def links_torch(names):
+    return any(library_stem(n) in TORCH_LIBRARIES for n in names)
+
+
+def read_at(handle, offset, size):
+    handle.seek(offset)
+    return handle.read(size)
+
+
+def c_string(handle, offset):
+    return read_at(handle, offset, 512).split(b"\0", 1)[0].decode("utf-8", "replace")
+
+
+def elf_needed(handle, head):
+    import struct
+
+    wide = head[4:5] == b"\x02"
+    order = "<" if head[5:6] == b"\x01" else ">"
+    if wide:
+        phoff = struct.unpack(order + "Q", head[32:40])[0]
+        phentsize, phnum = struct.unpack(order + "HH", head[54:58])
+    else:
+        phoff = struct.unpack(order + "I", head[28:32])[0]
+        phentsize, phnum = struct.unpack(order + "HH", head[42:46])
+    table = read_at(handle, phoff, phentsize * min(phnum, 256))
+    loads, dynamic = [], None
+    for i in range(min(phnum, 256)):
+        entry = table[i * phentsize : (i + 1) * phentsize]
+        if wide and len(entry) >= 40:
+            kind, _, offset, vaddr, _, filesz = struct.unpack(order + "IIQQQQ", entry[:40])
+        elif not wide and len(entry) >= 20:
+            kind, offset, vaddr, _, filesz = struct.unpack(order + "IIIII", entry[:20])
+        else:
+            break
+        if kind == 1:
+            loads.append((vaddr, offset, filesz))
+        elif kind == 2:
+            dynamic = (offset, filesz)
+    if dynamic is None:
+        return []
+    data = read_at(handle, dynamic[0], min(dynamic[1], 1 << 16))
+    size, form = (16, order + "qQ") if wide else (8, order + "iI")
+    needed, strtab = [], None
+    for start in range(0, len(data) - size + 1, size):
+        tag, value = struct.unpack(form, data[start : start + size])
+        if tag == 0:
+            break
+        if tag == 1:
+            needed.append(value)
+        elif tag == 5:
+            strtab = value
+    base = next((o + strtab - v for v, o, s in loads if strtab is not None and v <= strtab < v + s), None)
+    if base is None:
+        return []
+    return [c_string(handle, base + n) for n in needed[:64]]
+
+
+def pe_needed(handle, head):
+    import struct
+
+    start = struct.unpack("<I", head[60:64])[0]
+    header = read_at(handle, start, 24)
+    if header[:4] != b"PE\0\0":
+        return None
+    sections_count, optional_size = struct.unpack("<H", header[6:8])[0], struct.unpack("<H", header[20:22])[0]
+    optional = handle.read(optional_size)
+    directories = 96 if optional[:2] == b"\x0b\x01" else 112  # PE32 or PE32+
+    if len(optional) < directories + 16:
+        return []
+    imports = struct.unpack("<I", optional[directories + 8 : directories + 12])[0]
+    sections = handle.read(40 * min(sections_count, 96))
+
+    def offset_of(rva):
+        for i in range(len(sections) // 40):
+            vsize, vaddr, rawsize, rawptr = struct.unpack("<IIII", sections[i * 40 + 8 : i * 40 + 24])
+            if vaddr <= rva < vaddr + max(vsize, rawsize):
+                return rawptr + rva - vaddr
+        return None
+
+    table = offset_of(imports) if imports else None
+    names = []
+    for i in range(256 if table is not None else 0):
+        descriptor = read_at(handle, table + 20 * i, 20)
+        if len(descriptor) < 20 or descriptor == b"\0" * 20:
+            break
+        where = offset_of(struct.unpack("<I", descriptor[12:16])[0])
+        if where is not None:
+            names.append(c_string(handle, where))
+    return names
+
+
+def macho_needed(handle, head, base=0):
+    import struct
+
+    magic = head[:4]
+    if magic in (b"\xca\xfe\xba\xbe", b"\xca\xfe\xba\xbf") and base == 0:  # universal: the first slice
+        offset = struct.unpack(">I", head[16:20])[0]
+        return macho_needed(handle, read_at(handle, offset, 32), offset)
+    if magic == b"\xcf\xfa\xed\xfe":
+        header_size = 32
+    elif magic == b"\xce\xfa\xed\xfe":
+        header_size = 28
+    else:
+        return None
+    count, size = struct.unpack("<II", head[16:24])
+    commands = read_at(handle, base + header_size, min(size, 1 << 20))
+    names, at = [], 0
+    for _ in range(min(count, 4096)):
+        if at + 8 > len(commands):
+            break
+        command, length = struct.unpack("<II", commands[at : at + 8])
+        if length < 8:
+            break
+        if command in (0xC, 0x80000018, 0x8000001F, 0x80000023):  # LOAD, WEAK, REEXPORT, UPWARD
+            name_at = struct.unpack("<I", commands[at + 8 : at + 12])[0]
+            names.append(commands[at + name_at : at + length].split(b"\0", 1)[0].decode("utf-8", "replace"))
+        at += length
+    return names
+
+
+def linked_libraries(path):
+    """The libraries a compiled file links, in its own words; None when it is no ELF, PE or Mach-O
+    file or cannot be read."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(64)
+            if head[:4] == b"\x7fELF":
+                return elf_needed(handle, head)
+            if head[:2] == b"MZ" and len(head) >= 64:
+                return pe_needed(handle, head)
+            return macho_needed(handle, head)
+    except Exception:
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Extensions: installed distributions whose compiled files link torch (flash-attn, xformers,
+# torch-scatter, detectron2, mmcv, apex, vllm, torchao, ...). Candidates are the distributions
+# that require torch plus the ones envdoctor's table names (mmcv-full, detectron2 and apex do not
+# declare torch); their compiled files come from RECORD, else from their top-level packages.
+
+COMPILED_SUFFIXES = (".so", ".pyd", ".dylib")
+MAX_COMPILED_FILES = 48  # per distribution: bitsandbytes ships one library per CUDA version
+MAX_EXTENSION_FILES = 6  # torch-linked files loaded per distribution
+MAX_EXTENSIONS = 24  # torch extensions reported
+MAX_CANDIDATES = 160  # distributions examined for torch-linked files
+EXAMINE_SECONDS = 1.0  # reading headers is milliseconds a distribution; a slow disk stops here
+NOT_EXTENSIONS = ("torch", "torchvision", "torchaudio", "triton")
+BUILD_INFO_FILES = ("cpp_lib.json",)  # xformers: the torch and CUDA it was built for
+
+
+def compiled(path):
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    return name.endswith(COMPILED_SUFFIXES) or ".so." in name
+
+
+COMPILED_MARKS = (".so,", ".pyd,", ".dylib,", ".so.")
+
+
+def record_files(dist):
+    """(compiled files, build-info files, whether it has a Python package of its own) of a
+    distribution, as absolute paths, from its RECORD (or installed-files.txt)."""
+    record = read_dist_file(dist, "RECORD")
+    if record is not None and not any(mark in record for mark in COMPILED_MARKS):
+        return [], [], False  # nothing compiled: not worth parsing (pip's RECORD has 1,000 lines)
+    try:
+        files = dist.files or ()
+    except Exception:
+        return [], [], False
+    found, info, package = [], [], False
+    for item in files:
+        text = str(item).replace("\\", "/")
+        if text.endswith("/__init__.py") and text.count("/") == 1:
+            package = True
+        if compiled(text) or text.rsplit("/", 1)[-1] in BUILD_INFO_FILES:
+            try:
+                path = str(dist.locate_file(item))
+            except Exception:
+                continue
+            (found if compiled(text) else info).append(os.path.normpath(path))
+            if len(found) >= MAX_COMPILED_FILES:
+                break
+    return found, info, package
+
+
+def package_files(dist):
+    """Compiled files of a distribution whose RECORD names none (an editable or egg install): the
+    folders of its top-level packages, two levels deep."""
+    top = read_dist_file(dist, "top_level.txt") or ""
+    found = []
+    for name in top.split()[:8]:
+        try:
+            import importlib.util
+
+            spec = importlib.util.find_spec(name)
+        except Exception:
+            continue
+        if spec is None:
+            continue
+        origin_file = getattr(spec, "origin", None)
+        if origin_file and compiled(origin_file):
+            found.append(origin_file)  # a top-level extension module (flash_attn_2_cuda.so)
+        for folder in list(getattr(spec, "submodule_search_locations", None) or ())[:2]:
+            for root, dirs, names in os.walk(folder):
+                found += [os.path.join(root, n) for n in names if compiled(n)]
+                top = os.path.normpath(root) == os.path.normpath(folder)
+                # Two levels: the package and its subpackages (detectron2/_C, mmcv/_ext).
+                dirs[:] = [d for d in dirs if top and not d.startswith((".", "__"))]
+                if len(found) >= MAX_COMPILED_FILES:
+                    break
+    return found[:MAX_COMPILED_FILES]
+
+
+def build_info(paths):
+    """What an extension's own build-info file says it was built for (xformers' cpp_lib.json)."""
+    for path in paths:
+        try:
+            with open(path) as handle:
+                data = json.loads(handle.read(65536))
+            version = data.get("version") or {}
+            return {
+                "torch": str(version.get("torch")) if version.get("torch") else None,
+                "cuda": str(version.get("cuda")) if version.get("cuda") else None,
+                "python": str(version.get("python")) if version.get("python") else None,
+            }
+        except Exception:
+            continue
+    return None
+
+
+def module_name(path):
+    """ "trilinear" from ".../trilinear.cpython-37m-x86_64-linux-gnu.so"."""
+    return os.path.basename(path).split(".", 1)[0]
+
+
+def examine_extension(dist, name, version, requires_torch):
+    """The torch-linked compiled files of one distribution; None when it has none and neither
+    requires torch nor is in the table (a compiled package that has nothing to do with torch)."""
+    files, info, package = record_files(dist)
+    if not files and read_dist_file(dist, "RECORD") is None:
+        files = package_files(dist)  # an egg or a setup.py install: no RECORD to read
+    linked = []
+    for path in files:
+        libraries = linked_libraries(path)
+        if libraries is not None and links_torch(libraries):
+            linked.append(path)
+    if not linked and not requires_torch:
+        return None
+    folders = set(os.path.normcase(os.path.realpath(p)) for p in sys.path if p)
+    entry = {
+        "name": name,
+        "version": version,
+        "requires_torch": requires_torch,
+        "compiled_files": len(files),
+        "files": linked[:MAX_EXTENSION_FILES],
+        "python_package": package,
+        # Compiled modules straight in a sys.path folder: `import name` loads them directly, and
+        # nothing has imported torch (whose libraries they need) before unless the caller did.
+        "top_level": sorted(
+            set(
+                module_name(p)
+                for p in linked
+                if os.path.normcase(os.path.realpath(os.path.dirname(p))) in folders
+            )
+        )[:8],
+    }
+    entry.update(origin(dist))
+    built = build_info(info)
+    if built:
+        entry["built_for"] = built
+    return entry
+
+
+def load_extension(torch, path):
+    """Load one compiled file the way torch.ops.load_library does (ctypes, the loader resolving
+    every symbol now): an extension built for another torch fails here with its undefined symbol."""
+    import ctypes
+
+    ctypes.CDLL(path)
+
+
+def check_extensions(torch, extensions, deadline):
+    """One "extension" record per torch-linked file, each under the step watchdog; after the smoke
+    test, so that an extension that crashes the process costs nothing already measured."""
+    for entry in extensions:
+        for path in entry.get("files") or ():
+            record = {"name": entry["name"], "file": path}
+            now = time.time()
+            limit = step_timeout(EXTENSION_TIMEOUT, deadline, now)
+            if limit < MIN_STEP_TIME:
+                record.update({"status": "skipped", "note": "no time left (raise --timeout)"})
+                emit("extension", record)
+                continue
+            emit("extension_start", dict(record, timeout=limit, t=now))
+            arm_watchdog(limit)
+            started = time.time()
+            try:
+                load_extension(torch, path)
+                record["status"] = "ok"
+            except Exception as exc:
+                record.update({"status": "failed", "error": short_error(exc)})
+            finally:
+                faulthandler.cancel_dump_traceback_later()
+            record["seconds"] = time.time() - started
+            emit("extension", record)
+
+
+EXTENSION_TIMEOUT = 10.0  # loading even a 400 MB library takes well under a second
+
+
+# ---------------------------------------------------------------------------------------------
+# JIT extension caches (torch.utils.cpp_extension's torch_extensions, and the tables' others):
+# each build folder's lock file and when its library was built, against when torch was installed.
+
+MAX_CACHE_ENTRIES = 200
+
+
+def cache_root(row):
+    variable = row.get("env")
+    if variable and os.environ.get(variable):
+        return os.environ[variable]
+    system = platform.system().lower()
+    key = {"darwin": "macos"}.get(system, system)
+    template = (row.get("paths") or {}).get(key)
+    if not template:
+        return None
+    if row.get("xdg") and key == "linux" and os.environ.get("XDG_CACHE_HOME"):
+        template = template.replace("~/.cache", os.environ["XDG_CACHE_HOME"])
+    return os.path.expandvars(os.path.expanduser(template))
+
+
+def cache_entries(root, lock_name, levels):
+    """The build folders under `root` (`levels` deep: torch_extensions/py311_cu121/<name>)."""
+    folders = [root]
+    for _ in range(levels):
+        below = []
+        for folder in folders:
+            try:
+                below += [os.path.join(folder, n) for n in sorted(os.listdir(folder))]
+            except (IOError, OSError):
+                continue
+        folders = [f for f in below if os.path.isdir(f)][:MAX_CACHE_ENTRIES]
+    found = []
+    for folder in folders:
+        try:
+            names = os.listdir(folder)
+        except (IOError, OSError):
+            continue
+        entry = {"path": folder, "lock": None, "built": None}
+        if lock_name and lock_name in names:
+            try:
+                entry["lock"] = os.path.getmtime(os.path.join(folder, lock_name))
+            except (IOError, OSError):
+                pass
+        built = [os.path.join(folder, n) for n in names if compiled(n)]
+        times = []
+        for path in built:
+            try:
+                times.append(os.path.getmtime(path))
+            except (IOError, OSError):
+                pass
+        if times:
+            entry["built"] = max(times)
+        if entry["lock"] is not None or entry["built"] is not None:
+            found.append(entry)
+    return found
+
+
+def jit_caches(table, torch_file):
+    found = []
+    for row in (table or {}).get("jit_caches") or ():
+        root = cache_root(row)
+        if not root or not os.path.isdir(root):
+            continue
+        found.append(
+            {
+                "tool": row.get("tool"),
+                "root": root,
+                "entries": cache_entries(root, row.get("lock"), int(row.get("levels", 1))),
+            }
+        )
+    installed = None
+    if torch_file:
+        try:
+            installed = os.path.getmtime(os.path.join(os.path.dirname(torch_file), "version.py"))
+        except (IOError, OSError):
+            pass
+    return {"caches": found, "torch_installed": installed, "now": time.time()}
+
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TABLE = os.path.join(HERE, os.pardir, "knowledge", "torch_extensions.json")
+
+
+def read_table(path):
+    """envdoctor's extensions table (knowledge/torch_extensions.json), read by path beside this
+    script (--knowledge names another): the child cannot import envdoctor."""
+    path = path or TABLE
+    try:
+        with open(path) as handle:
+            return json.load(handle)
+    except Exception:
+        return None
+
+
+def extension_names(table):
+    return set(normalize(row.get("name", "")) for row in (table or {}).get("extensions") or ())
+
+
 # NumPy beside torch: its version and whether torch's bridge to it works.
 
 NUMPY_MESSAGE_LIMIT = 2000
@@ -529,7 +1205,7 @@ def numpy_facts(torch, printed):
     """The NumPy distribution (read from its metadata, never imported here: torch imports it
     itself when it can), whether tensor.numpy() works, and NumPy's own message if it printed one."""
     data = {"version": dist_version("numpy"), "bridge": "not_run"}
-    if "NumPy" in printed:
+    if "numpy" in printed.lower():  # NumPy 2's banner, or an older one's "...version of numpy is 0xd"
         data["message"] = printed
     if torch is None:
         return data
@@ -576,12 +1252,14 @@ STEPS = ("init", "matmul_fp32", "autograd", "matmul_fp16", "matmul_bf16", "conv2
 
 
 def parse_args(argv):
-    options = {"smoke": True, "size": None, "budget": None}
+    options = {"smoke": True, "size": None, "budget": None, "knowledge": None}
     args = list(argv)
     while args:
         arg = args.pop(0)
         if arg == "--no-smoke":
             options["smoke"] = False
+        elif arg == "--knowledge" and args:
+            options["knowledge"] = args.pop(0)
         elif arg in ("--smoke-size", "--budget") and args:
             value = args.pop(0)
             try:
@@ -1066,11 +1744,15 @@ class Smoke(object):
 def main(argv=None):
     started = time.time()
     options = parse_args(sys.argv[1:] if argv is None else argv)
+    table = read_table(options["knowledge"])
     present = companions()
     info = {"installed": False, "companions": present, "errors": []}
-    info["distributions"] = distributions()
+    candidates = []
+    info["distributions"] = distributions(extension_names(table), candidates)
     info["cuda_visible_devices"] = os.environ.get("CUDA_VISIBLE_DEVICES")
     info["dist_version"] = dist_version("torch")
+    # Before the import: a crash in it still leaves what surrounds torch reported.
+    emit("surroundings", surroundings())
     try:
         import importlib.util
 
@@ -1080,6 +1762,7 @@ def main(argv=None):
         info["errors"].append({"step": "find_spec", "error": short_error(exc)})
     if spec is None:
         emit("torch", info)
+        report_extensions(candidates, table, None)
         return 0
     info["installed"] = True
     info["location"] = spec.origin
@@ -1098,6 +1781,7 @@ def main(argv=None):
             info["warnings"] = [str(w.message)[:2000] for w in caught]
             info["numpy"] = numpy_facts(None, tee.text())
             emit("torch", info)
+            report_extensions(candidates, table, info.get("location"))
             return 0
         sys.stderr = tee.stream
         info["import_seconds"] = time.time() - import_started
@@ -1113,7 +1797,29 @@ def main(argv=None):
     check_companions(torch, present, deadline)
     if options["smoke"]:
         Smoke(torch, info, options["size"], deadline).run()
+    # Last: an extension built for another torch can abort the process (torchao), and what was
+    # measured before is then already reported.
+    extensions = report_extensions(candidates, table, info.get("location"))
+    check_extensions(torch, extensions, deadline)
     return 0
+
+
+def report_extensions(candidates, table, torch_file):
+    extensions = []
+    started = time.time()
+    # The ones that require torch (or the table names) first: they are what the caps must keep.
+    ordered = sorted(candidates, key=lambda c: not c[3])
+    for dist, name, version, requires_torch in ordered[:MAX_CANDIDATES]:
+        if len(extensions) >= MAX_EXTENSIONS or time.time() - started > EXAMINE_SECONDS:
+            break
+        try:
+            entry = examine_extension(dist, name, version, requires_torch)
+        except Exception as exc:  # one odd distribution must not cost the others
+            entry = {"name": name, "version": version, "error": short_error(exc)}
+        if entry is not None:
+            extensions.append(entry)
+    emit("extensions", {"extensions": extensions, "jit": jit_caches(table, torch_file)})
+    return extensions
 
 
 if __name__ == "__main__":

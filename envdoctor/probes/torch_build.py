@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from envdoctor.host.base import ChildOutcome
 from envdoctor.model.ending import ChildEnding
@@ -23,6 +23,7 @@ from envdoctor.probes.base import CheckOptions, ProbeContext, ProbeSpec
 from envdoctor.probes.torch_smoke import SmokeFacts
 from envdoctor.util.limits import small_int
 from envdoctor.util.pep503 import normalize_name
+from envdoctor.util.serde import DataError, from_data
 
 _MARGIN = 2.0  # seconds left to the engine after the child's own timeout (a quarter, if less)
 _KILL_ROOM = 0.25  # seconds to kill a hung child and collect its output
@@ -101,11 +102,81 @@ class Distribution:
 
 
 @dataclass(frozen=True)
+class BuiltFor:
+    """What an extension's own build-info file says it was built for (xformers' cpp_lib.json)."""
+
+    torch: str | None = None  # "2.0.1+cu118"
+    cuda: str | None = None  # as the file writes it: "1108" (11.8)
+    python: str | None = None
+
+
+@dataclass(frozen=True)
+class TorchExtension:
+    """An installed distribution whose compiled files link torch's libraries (or that envdoctor's
+    table names as a torch extension): the candidates the child loads beside torch."""
+
+    name: str
+    version: str
+    requires_torch: bool = False  # its metadata requires torch
+    compiled_files: int = 0  # compiled files it ships (0: a pure-Python install of it)
+    files: tuple[str, ...] = ()  # those that link torch's libraries (libc10, libtorch_cpu, c10.dll)
+    installer: str | None = None
+    source: str | None = None  # PEP 610: the wheel file or URL it came from (keeps a build tag)
+    built_for: BuiltFor | None = None
+    error: PythonError | None = None  # examining it failed
+    python_package: bool = False  # it ships a Python package of its own (which imports torch first)
+    top_level: tuple[str, ...] = ()  # torch-linked modules importable by themselves: `import trilinear`
+
+
+@dataclass(frozen=True)
+class ExtensionLoad:
+    """One torch-linked compiled file of an extension, loaded beside torch in the child."""
+
+    name: str  # the distribution
+    file: str
+    status: LoadStatus
+    error: PythonError | None = None
+    note: str | None = None
+    seconds: float | None = None
+
+    @property
+    def problem(self) -> bool:
+        return self.status not in (LoadStatus.OK, LoadStatus.SKIPPED)
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """One build folder of a JIT extension cache."""
+
+    path: str
+    lock: float | None = None  # the mtime of a lock file left there, if any
+    built: float | None = None  # the mtime of its newest compiled library
+
+
+@dataclass(frozen=True)
+class JitCache:
+    tool: str
+    root: str
+    entries: tuple[CacheEntry, ...] = ()
+
+
+@dataclass(frozen=True)
+class JitCaches:
+    caches: tuple[JitCache, ...] = ()
+    torch_installed: float | None = None  # mtime of torch/version.py: when this torch was installed
+    now: float | None = None  # the child's clock when it looked
+
+
+@dataclass(frozen=True)
 class ExtensionFacts:
-    """What sits around torch: companions loaded for real, and packages pinned to a torch."""
+    """What sits around torch: companions loaded for real, packages pinned to a torch, torch
+    extensions and their loads, JIT extension caches."""
 
     loads: tuple[CompanionLoad, ...] = ()
     distributions: tuple[Distribution, ...] | None = None  # None: not read (Python < 3.8)
+    extensions: tuple[TorchExtension, ...] | None = None  # None: not examined (older snapshots)
+    extension_loads: tuple[ExtensionLoad, ...] = ()
+    jit: JitCaches | None = None
 
     def load(self, name: str) -> CompanionLoad | None:
         return next((c for c in self.loads if c.name == name), None)
@@ -113,6 +184,70 @@ class ExtensionFacts:
     def distribution(self, name: str) -> Distribution | None:
         key = normalize_name(name)
         return next((d for d in self.distributions or () if normalize_name(d.name) == key), None)
+
+    def extension(self, name: str) -> TorchExtension | None:
+        key = normalize_name(name)
+        return next((e for e in self.extensions or () if normalize_name(e.name) == key), None)
+
+    def loads_of(self, name: str) -> tuple[ExtensionLoad, ...]:
+        key = normalize_name(name)
+        return tuple(load for load in self.extension_loads if normalize_name(load.name) == key)
+
+
+@dataclass(frozen=True)
+class TorchCopy:
+    """A folder on sys.path that holds a torch package."""
+
+    path: str
+    version: str | None = None  # its torch/version.py
+    dists: tuple[str, ...] = ()  # the versions of the torch dist-info/egg-info folders there
+
+
+@dataclass(frozen=True)
+class UserSite:
+    path: str | None = None  # site.getusersitepackages()
+    enabled: bool = False  # site.ENABLE_USER_SITE: the folder is on sys.path
+    no_user_site_flag: bool = False  # python -s
+    env: bool = False  # PYTHONNOUSERSITE is set
+
+
+@dataclass(frozen=True)
+class CondaPackage:
+    name: str
+    version: str
+    build: str = ""
+
+
+@dataclass(frozen=True)
+class EntryPoint:
+    """A command on PATH (python, pip, torchrun) and the interpreter it runs."""
+
+    name: str
+    path: str
+    interpreter: str | None = None  # the #! interpreter (python itself for python); None: unknown
+    same_environment: bool | None = None  # that interpreter sits in the examined one's folder
+
+
+@dataclass(frozen=True)
+class Surroundings:
+    """What surrounds torch in the examined interpreter, read before `import torch` (so a crash
+    in it still leaves them): copies of torch on sys.path, the user site, conda's packages."""
+
+    torch_copies: tuple[TorchCopy, ...] = ()
+    cwd_torch: TorchCopy | None = None  # a torch package folder in the working directory
+    user_site: UserSite | None = None
+    conda_packages: tuple[CondaPackage, ...] | None = None  # None: not a conda prefix
+    numpy_version: str | None = None
+    cpu_flags: tuple[str, ...] | None = None  # of sse4_2 avx avx2 fma avx512f, those the CPU has
+    machine: str | None = None
+    executable: str | None = None  # sys.executable of the examined interpreter
+    entry_points: tuple[EntryPoint, ...] | None = None  # None: not looked at (Windows, older)
+
+    def entry_point(self, name: str) -> EntryPoint | None:
+        return next((e for e in self.entry_points or () if e.name == name), None)
+
+    def conda(self, name: str) -> CondaPackage | None:
+        return next((p for p in self.conda_packages or () if p.name.lower() == name.lower()), None)
 
 
 class BridgeStatus(TextEnum):
@@ -198,6 +333,8 @@ class TorchFacts:
     extensions: ExtensionFacts | None = None  # None: not examined (snapshots from before it was)
     numpy: NumpyFacts | None = None  # None: not looked at (older snapshots, torch not installed)
     accelerators: AcceleratorFacts | None = None  # None: not looked at (older snapshots)
+    cxx11_abi: bool | None = None  # torch._C._GLIBCXX_USE_CXX11_ABI; None: not read or not Linux
+    surroundings: Surroundings | None = None  # None: not looked at (older snapshots)
 
     @property
     def imported(self) -> bool:
@@ -316,8 +453,73 @@ def _distribution(raw: Any) -> Distribution | None:
     )
 
 
+T = TypeVar("T")
+
+
+def _typed(cls: type[T], raw: Any) -> T | None:
+    """`raw` as `cls`, or None when the child's record does not have that shape (an odd record
+    costs that record only)."""
+    try:
+        return from_data(cls, raw)
+    except DataError:
+        return None
+
+
+def _extension_load(raw: Mapping[str, Any]) -> ExtensionLoad:
+    try:
+        status = LoadStatus(str(raw.get("status")))
+    except ValueError:
+        status = LoadStatus.FAILED
+    seconds = raw.get("seconds")
+    return ExtensionLoad(
+        name=str(raw.get("name")),
+        file=str(raw.get("file")),
+        status=status,
+        error=_python_error(raw.get("error")),
+        note=_text(raw.get("note")),
+        seconds=float(seconds) if isinstance(seconds, (int, float)) else None,
+    )
+
+
+def _stopped_extension(pending: Mapping[str, Any], outcome: ChildOutcome) -> ExtensionLoad:
+    """An extension load whose closing record never came: it hung, or took the process down."""
+    stopped = _stopped_load(pending, outcome)
+    name = str(pending.get("name"))
+    return ExtensionLoad(name=name, file=str(pending.get("file")), status=stopped.status, error=stopped.error)
+
+
+def _extension_records(
+    records: Sequence[Mapping[str, Any]], outcome: ChildOutcome
+) -> tuple[tuple[TorchExtension, ...] | None, tuple[ExtensionLoad, ...], JitCaches | None]:
+    listed = [r for r in records if r.get("record") == "extensions"]
+    if not listed:
+        return None, (), None
+    raw = listed[-1]
+    found = tuple(
+        e for e in (_typed(TorchExtension, item) for item in raw.get("extensions") or ()) if e is not None
+    )
+    loads: list[ExtensionLoad] = []
+    pending: Mapping[str, Any] | None = None
+    for record in records:
+        kind = record.get("record")
+        if kind == "extension_start":
+            pending = record
+        elif kind == "extension":
+            pending = None
+            loads.append(_extension_load(record))
+    if pending is not None:
+        loads.append(_stopped_extension(pending, outcome))
+    return found, tuple(loads), _typed(JitCaches, raw.get("jit"))
+
+
+def surroundings_from_records(records: Sequence[Mapping[str, Any]]) -> Surroundings | None:
+    found = [r for r in records if r.get("record") == "surroundings"]
+    return _typed(Surroundings, found[-1]) if found else None
+
+
 def extensions_from_records(records: Sequence[Mapping[str, Any]], outcome: ChildOutcome) -> ExtensionFacts:
-    """The companion load checks and the distributions list in the child's records."""
+    """The companion load checks, the distributions list, the torch extensions and their loads,
+    and the JIT caches in the child's records."""
     torch = [r for r in records if r.get("record") == "torch"]
     raw_dists = torch[-1].get("distributions") if torch else None
     distributions = None
@@ -334,7 +536,14 @@ def extensions_from_records(records: Sequence[Mapping[str, Any]], outcome: Child
             loads.append(_companion_load(raw))
     if pending is not None:
         loads.append(_stopped_load(pending, outcome))
-    return ExtensionFacts(loads=tuple(loads), distributions=distributions)
+    extensions, extension_loads, jit = _extension_records(records, outcome)
+    return ExtensionFacts(
+        loads=tuple(loads),
+        distributions=distributions,
+        extensions=extensions,
+        extension_loads=extension_loads,
+        jit=jit,
+    )
 
 
 def _numpy(raw: Any) -> NumpyFacts | None:
@@ -386,7 +595,9 @@ def facts_from_outcome(outcome: ChildOutcome, smoke: bool = True) -> TorchFacts:
             last_stage=stages[-1] if stages else None,
             stderr_tail=outcome.stderr_tail[-2000:],
         )
-        return TorchFacts(installed=bool(stages), crash=end)
+        return TorchFacts(
+            installed=bool(stages), crash=end, surroundings=surroundings_from_records(outcome.records)
+        )
     raw = records[-1]
     devices = tuple(
         TorchDevice(
@@ -429,6 +640,8 @@ def facts_from_outcome(outcome: ChildOutcome, smoke: bool = True) -> TorchFacts:
         cuda_visible_devices=raw.get("cuda_visible_devices"),
         numpy=_numpy(raw.get("numpy")),
         accelerators=_accelerators(raw),
+        cxx11_abi=raw.get("cxx11_abi") if isinstance(raw.get("cxx11_abi"), bool) else None,
+        surroundings=surroundings_from_records(outcome.records),
         smoke=smoke_facts.smoke_from_records(outcome.records, outcome)
         if smoke
         else smoke_facts.skipped("--no-smoke"),

@@ -7,14 +7,19 @@ from envdoctor.rules.torch import (
     build,
     companions,
     compile,
+    dependents,
     environment,
+    extensions,
     gpu,
+    import_errors,
     install,
     interpreter,
     numpy_bridge,
     retired_gpu,
+    two_torches,
 )
 
 RULES: tuple[Rule, ...] = rules_in(
     install, environment, interpreter, build, companions, gpu, numpy_bridge, retired_gpu, compile
 )
+RULES += rules_in(extensions, import_errors, two_torches, dependents)

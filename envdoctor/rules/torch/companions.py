@@ -6,7 +6,7 @@ load check ran (snapshots, --from), the pair is judged from versions and variant
 build.py, with the helpers here). A wheel without a variant label ("0.28.0") is the build its index
 serves by default: on PyPI that is the release's `pypi` variant for the platform in the knowledge.
 Any other installed distribution whose metadata requires a torch (or triton) that is not installed
-is ED205.
+is ED205 (dependents.py).
 
 Fix commands pin both sides exactly: `name==X+variant` for a labelled build, `name===X` for PyPI's
 unlabelled one. A plain `torch==2.13.0` is also satisfied by `2.13.0+cpu`, and pip prefers the
@@ -301,7 +301,7 @@ def pair_fix(
     )
 
 
-def _downgrade(new: str, old: str) -> str:
+def downgrade_words(new: str, old: str) -> str:
     try:
         return f", a downgrade from {old}" if Version(new) < Version(old) else ""
     except InvalidVersion:
@@ -333,7 +333,7 @@ def pair_fixes(ctx: RuleContext, torch: TorchFacts, pair: Pair) -> tuple[Fix, ..
     if release is not None and variant and (release.torch != built.public or variant != built.variant):
         summary = (
             f"Install torch {release.torch}, the release {name} {pair.companion.version} was built for"
-            + _downgrade(release.torch, built.public)
+            + downgrade_words(release.torch, built.public)
         )
         fix = pair_fix(ctx, summary, release.torch, variant, installed_companions(torch))
         if fix is not None:
@@ -388,6 +388,10 @@ def companion_extension_fails_to_load(ctx: RuleContext) -> Iterator[Hit]:
     torch = ctx.need(TorchFacts)
     if not torch.imported or torch.extensions is None:
         return
+    from envdoctor.rules.torch import nightly
+
+    if nightly.involved(torch, torch.version or torch.dist_version or ""):
+        return  # nights, not releases, decide the pair: ED202 names it with the nightly index's fix
     for load in torch.extensions.loads:
         if not load.problem:
             continue
@@ -417,7 +421,7 @@ def companion_extension_fails_to_load(ctx: RuleContext) -> Iterator[Hit]:
         )
 
 
-# -- ED205: installed packages whose metadata requires another torch -------------------------
+# -- what ED205 (dependents.py) reads: Requires-Dist lines against the installed versions --------
 
 
 def marker_environment(ctx: RuleContext) -> dict[str, str]:
@@ -470,6 +474,8 @@ def unmet_requirements(ctx: RuleContext, torch: TorchFacts) -> Iterator[UnmetReq
             required = normalize_name(requirement.name)
             if dependent in COMPANIONS and required == "torch":
                 continue  # ED202 judges a companion against torch, with the pairing data
+            if required.startswith("nvidia-"):
+                continue  # torch's CUDA wheels: ED220 and ED221 judge them
             installed = by_name.get(required)
             if installed is None:
                 continue
@@ -480,112 +486,3 @@ def unmet_requirements(ctx: RuleContext, torch: TorchFacts) -> Iterator[UnmetReq
                 continue
             if _satisfies(installed.version, requirement) is False:
                 yield UnmetRequirement(dist, requirement, installed)
-
-
-def _torch_for(ctx: RuleContext, torch: TorchFacts, unmet: UnmetRequirement) -> Fix | None:
-    """The newest known torch the requirement accepts, in this torch's variant, with its companions."""
-    built = torch_build(ctx, torch)
-    for release in reversed(knowledge.releases()):
-        if not unmet.requirement.specifier.contains(release.version, prereleases=True):
-            continue
-        builds = release.builds(platform_key(ctx))
-        if builds is None:
-            continue
-        variant = built.variant if built and built.variant in builds.variants else None
-        variant = variant or install.plan(install_target(ctx, torch=release.torch)).variant
-        if variant is None:
-            continue
-        old = built.public if built else unmet.installed.version
-        return pair_fix(
-            ctx,
-            f"Install torch {release.torch}, which {unmet.dependent.name} {unmet.dependent.version} accepts"
-            + _downgrade(release.torch, old),
-            release.torch,
-            variant,
-            installed_companions(torch),
-        )
-    return None
-
-
-def _dependent_fixes(ctx: RuleContext, torch: TorchFacts, unmet: UnmetRequirement) -> tuple[Fix, ...]:
-    launcher = (ctx.interpreter.path, "-m", "pip")
-    os_name = ctx.platform.os
-    dependent, installed = unmet.dependent, unmet.installed
-    if normalize_name(dependent.name) == "torch":
-        # torch's own requirement (triton): install what torch was built with.
-        return (
-            Fix(
-                summary=f"Install the {installed.name} torch {dependent.version} was built with",
-                commands=(join([*launcher, "install", unmet.wanted], os_name),),
-                kind=FixKind.INSTALL,
-            ),
-        )
-    hold = installed_pin(installed.name, installed.version)
-    fixes = [
-        Fix(
-            summary=f"Install the {dependent.name} build made for {installed.name} {installed.version} "
-            f"(pip looks for a release of {dependent.name} that accepts it, keeping {installed.name} "
-            "as it is)",
-            commands=(join([*launcher, "install", "--upgrade", dependent.name, hold], os_name),),
-            kind=FixKind.INSTALL,
-        )
-    ]
-    if normalize_name(installed.name) == "torch":
-        other = _torch_for(ctx, torch, unmet)
-        if other is not None:
-            fixes.append(other)
-    else:
-        fixes.append(
-            Fix(
-                summary=f"Install the {installed.name} {dependent.name} was built for",
-                commands=(join([*launcher, "install", unmet.wanted], os_name),),
-                kind=FixKind.INSTALL,
-            )
-        )
-    return tuple(fixes)
-
-
-@rule(
-    code="ED205",
-    name="dependent-pinned-to-another-torch",
-    severity=Severity.ERROR,
-    summary="an installed package requires a torch (or triton) other than the one installed",
-    needs=(TorchFacts,),
-    doc=RuleDoc(
-        what="The Requires-Dist lines of every installed distribution that names torch, torchvision, "
-        "torchaudio or triton, read from metadata files in the torch child (nothing is imported), "
-        "against the versions installed; markers are evaluated for the examined interpreter.",
-        why="Packages with compiled code (xformers, flash-attn, torch-scatter and friends) are built "
-        "against one torch release and pin it; beside another torch their extensions fail to load or "
-        "crash. torch pins the triton it was built with: another triton breaks torch.compile. pip "
-        "warns about such conflicts once, at install time, and never again.",
-        fix="Either install the dependent's build made for the installed torch (the command keeps "
-        "torch pinned as it is), or install the torch it was built for, with its companions.",
-        example="torch 2.0.1+cu118 from PyTorch's cu118 index beside xformers 0.0.22.post7, installed "
-        "later without letting pip touch torch: its metadata says torch==2.1.0.",
-    ),
-)
-def dependent_pinned_to_another_torch(ctx: RuleContext) -> Iterator[Hit]:
-    torch = ctx.need(TorchFacts)
-    for unmet in unmet_requirements(ctx, torch):
-        dependent, installed = unmet.dependent, unmet.installed
-        exact = any(spec.operator in ("==", "===") for spec in unmet.requirement.specifier)
-        meaning = (
-            f"An exact pin means {dependent.name} was built against that {installed.name} release: "
-            "its compiled parts are not expected to load or work beside another one."
-            if exact
-            else f"{dependent.name}'s authors declared it incompatible with {installed.name} "
-            f"{installed.version}."
-        )
-        yield Hit(
-            title=f"{dependent.name} {dependent.version} requires {unmet.wanted}, but "
-            f"{installed.name} {installed.version} is installed",
-            detail=f"{dependent.name} {dependent.version}'s metadata says Requires-Dist: "
-            f"{unmet.requirement}. {meaning} pip reported the conflict once when it installed one of "
-            "them; it stays until one side changes.",
-            evidence=(
-                f"{dependent.name} {dependent.version} Requires-Dist: {unmet.requirement}",
-                f"{installed.name} {installed.version} installed",
-            ),
-            fixes=_dependent_fixes(ctx, torch, unmet),
-        )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from envdoctor.model.findings import Fix, Severity, StaleVariable
+from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.env_edits import unset_command
 from envdoctor.shell import quote
@@ -65,4 +66,61 @@ def stale_active_environment(ctx: RuleContext) -> Iterator[Hit]:
                 f"folder {'exists' if stale.exists else 'missing'}",
             ),
             fixes=_fixes(stale, ctx.platform.os),
+        )
+
+
+_REPLACEMENT = {
+    "pip": "-m pip",
+    "pip3": "-m pip",
+    "torchrun": "-m torch.distributed.run",
+}
+
+
+@rule(
+    code="ED005",
+    name="entrypoint-from-other-interpreter",
+    severity=Severity.WARNING,
+    summary="pip or torchrun on PATH runs another interpreter than the examined environment's python",
+    needs=(TorchFacts,),
+    doc=RuleDoc(
+        what="The interpreter named in the #! line of `pip`, `pip3` and `torchrun` as PATH finds them "
+        "(read in the torch child), where `python` on PATH is the examined interpreter.",
+        why="`python` is the environment's, but `pip install` then installs into another Python and "
+        "`torchrun train.py` starts another interpreter, which does not see the environment's "
+        "packages: 'No module named datasets' under torchrun, 'No matching distribution found for "
+        "torch' from a pip of another Python version.",
+        fix="Run them through the environment's interpreter (`python -m pip`, `python -m "
+        "torch.distributed.run`), or install the package into the environment so that its own entry "
+        "point comes first on PATH.",
+        example="A venv over an HPC module's Python: `torchrun` on PATH is the module's, so the script "
+        "runs without the venv's packages (pytorch/pytorch#92132).",
+    ),
+)
+def entrypoint_from_other_interpreter(ctx: RuleContext) -> Iterator[Hit]:
+    torch = ctx.need(TorchFacts)
+    around = torch.surroundings
+    if around is None or around.entry_points is None:
+        return
+    python = around.entry_point("python") or around.entry_point("python3")
+    if python is None or python.same_environment is not True:
+        return  # PATH's python is not the examined one: PATH says nothing about this environment
+    examined = quote(ctx.interpreter.path, ctx.platform.os)
+    for name in ("pip", "pip3", "torchrun"):
+        entry = around.entry_point(name)
+        if entry is None or entry.same_environment is not False or entry.interpreter is None:
+            continue
+        instead = f"{examined} {_REPLACEMENT[name]}"
+        yield Hit(
+            title=f"`{name}` on PATH runs {entry.interpreter}, not this environment's python",
+            detail=f"`python` on PATH is {python.path}, the examined interpreter, but `{name}` is "
+            f"{entry.path}, a script of {entry.interpreter}: what it installs or starts does not use "
+            "this environment's packages.",
+            evidence=(f"{name}: {entry.path} (#! {entry.interpreter})", f"python: {python.path}"),
+            fixes=(
+                Fix(
+                    summary=f"Run it through this environment's interpreter: `{instead} ...` instead of "
+                    f"`{name} ...`",
+                    commands=(f"{instead} --version" if name != "torchrun" else f"{instead} --help",),
+                ),
+            ),
         )

@@ -11,6 +11,7 @@ from envdoctor.model.findings import Fix, Severity
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.fixes import planned_fix
+from envdoctor.rules.torch import import_errors
 from envdoctor.shell import quote
 
 
@@ -106,8 +107,8 @@ IMPORT_CAUSES: tuple[KnownCause, ...] = (
         "Reinstall torch with its dependencies.",
     ),
     KnownCause(
-        r"GLIBC_\d|GLIBCXX_\d",
-        "This torch wheel needs a newer C library than the system has.",
+        r"GLIBC_\d",
+        "This torch wheel needs a newer C library (glibc) than the system has.",
         "Use an older torch release that supports this distribution, or a newer distribution.",
     ),
     KnownCause(
@@ -117,7 +118,7 @@ IMPORT_CAUSES: tuple[KnownCause, ...] = (
         ('{python} -m pip install "numpy<2"',),
     ),
     KnownCause(
-        r"No module named 'torch\._C'|torch\._C",
+        r"No module named 'torch\._C'|torch\._C|name '_C' is not defined|No module named _C",
         "torch's compiled core is missing: a broken install, or Python is running from inside "
         "the torch source tree.",
         "Run from another folder; if it persists, reinstall torch.",
@@ -138,7 +139,10 @@ def explain_import_error(message: str) -> KnownCause | None:
     severity=Severity.ERROR,
     summary="`import torch` raises an exception",
     needs=(TorchFacts,),
-    consequence_of=("ED604", "ED601", "ED602", "ED603", "ED609", "ED610", "ED611", "ED408", "ED210"),
+    consequence_of=(
+        *("ED604", "ED601", "ED602", "ED603", "ED609", "ED610", "ED611", "ED408", "ED210"),
+        *("ED217", "ED218", "ED220", "ED221", "ED222", "ED223", "ED224", "ED225"),
+    ),
     doc=RuleDoc(
         what="Whether `import torch` succeeds in the examined interpreter; known messages "
         "are mapped to their causes (library shadowing, Windows DLL loading, missing CUDA "
@@ -159,7 +163,18 @@ def torch_import_fails(ctx: RuleContext) -> Iterator[Hit]:
     first_line = error.message.strip().splitlines()[0] if error.message.strip() else ""
     cause = explain_import_error(error.message)
     fixes: list[Fix] = []
-    if cause is not None:
+    outside = _outside_site_packages(torch)
+    if outside is not None:
+        cause = None  # the folder is the cause: the generic reading of the message adds nothing
+        fixes.append(
+            Fix(
+                summary=f"Start Python from another folder: torch is imported from {outside}, a folder that "
+                "is no installed package (a source checkout of torch, or a folder named torch in the "
+                "working directory), which shadows the installed torch",
+                commands=("cd ~",) if ctx.platform.os != "windows" else ("cd $HOME",),
+            )
+        )
+    if cause is not None and outside is None:
         python = quote(ctx.interpreter.path, ctx.platform.os)
         commands = tuple(c.replace("{python}", python) for c in cause.commands)
         fixes.append(Fix(summary=cause.fix, commands=commands, link=cause.link))
@@ -167,7 +182,9 @@ def torch_import_fails(ctx: RuleContext) -> Iterator[Hit]:
     if reinstall is not None:
         fixes.append(reinstall)
     detail = f"{error.type}: {first_line}"
-    if cause is not None:
+    if outside is not None:
+        detail += f"\nLikely cause: torch is imported from {outside}, not from an installed package."
+    elif cause is not None:
         detail += f"\nLikely cause: {cause.cause}"
     yield Hit(
         title="import torch fails",
@@ -175,6 +192,18 @@ def torch_import_fails(ctx: RuleContext) -> Iterator[Hit]:
         evidence=(f"torch.import_error.type = {error.type}",),
         fixes=tuple(fixes),
     )
+
+
+def _outside_site_packages(torch: TorchFacts) -> str | None:
+    """The folder torch was imported from when it is a source tree or a stray `torch` folder (not
+    site-packages / dist-packages); None when it is an installed package or not known."""
+    location = (torch.location or "").replace("\\", "/")
+    if not location:
+        return None
+    folder = location.rsplit("/", 1)[0] if location.endswith(".py") else location
+    if "site-packages" in folder or "dist-packages" in folder or "/conda" in folder or ".egg" in folder:
+        return None
+    return folder
 
 
 # Why each ending happens, in the user's terms.
@@ -214,6 +243,9 @@ def torch_check_crashed(ctx: RuleContext) -> Iterator[Hit]:
     detail = _CRASH_CAUSE[ending.kind] + ("\nLast output: " + tail if tail else "")
     python = quote(ctx.interpreter.path, ctx.platform.os)
     command = f'{python} -X faulthandler -c "import torch; print(torch.__version__)"'
+    if end.exit_signal == SIGILL and not end.working_directory_gone:
+        yield _illegal_instruction(ctx, torch, ending.describe(end.last_stage), command)
+        return
     if end.working_directory_gone:
         # Named first: the crash is this folder's doing, and reproducing it here teaches nothing.
         yield Hit(
@@ -235,4 +267,56 @@ def torch_check_crashed(ctx: RuleContext) -> Iterator[Hit]:
         detail=detail,
         evidence=("torch.crash",),
         fixes=(Fix(summary="Reproduce by hand to see the full error", commands=(command,)),),
+    )
+
+
+SIGILL = 4
+
+
+def _illegal_instruction(ctx: RuleContext, torch: TorchFacts, ended: str, command: str) -> Hit:
+    """SIGILL while importing torch: an instruction this CPU lacks, in torch or in NumPy's OpenBLAS."""
+    around = torch.surroundings
+    machine = (around.machine if around is not None and around.machine else ctx.platform.machine).lower()
+    numpy = around.numpy_version if around is not None else None
+    flags = around.cpu_flags if around is not None else None
+    fixes: list[Fix] = []
+    if machine in ("aarch64", "arm64"):
+        cause = (
+            "NumPy's bundled OpenBLAS picks kernels by the CPU it detects, and on some ARM cores "
+            "(NVIDIA Jetson) it detects wrong and runs an instruction they lack; import torch imports "
+            f"NumPy{f' ({numpy})' if numpy else ''}."
+        )
+        fixes += import_errors.variable_fixes(
+            ctx, "OPENBLAS_CORETYPE", "ARMV8", "so that OpenBLAS uses plain ARMv8 kernels"
+        )
+        if numpy == "1.19.5":
+            fixes.append(
+                Fix(
+                    summary="Install a NumPy whose OpenBLAS detects this CPU right (1.19.5 is the one "
+                    "known to crash on Jetson)",
+                    commands=(
+                        f'{quote(ctx.interpreter.path, ctx.platform.os)} -m pip install "numpy!=1.19.5"',
+                    ),
+                )
+            )
+    else:
+        lacking = [f for f in ("avx", "avx2") if flags is not None and f not in flags]
+        have = f" This CPU has no {' and no '.join(f.upper() for f in lacking)}." if lacking else ""
+        cause = (
+            "torch's binaries ran an instruction this CPU does not have (AVX in torch 1.6.0's default "
+            f"code path, for one).{have}"
+        )
+        planned = planned_fix(ctx, "Install a torch release whose binaries run on this CPU (not 1.6.0)")
+        if planned is not None:
+            fixes.append(planned)
+    fixes.append(Fix(summary="Reproduce by hand to see where it stops", commands=(command,)))
+    return Hit(
+        title=f"the torch check {ended}: illegal instruction (SIGILL)",
+        detail=f"The process died of SIGILL: the CPU met an instruction it does not have. {cause}",
+        evidence=(
+            "torch.crash.exit_signal = 4",
+            f"machine {machine}",
+            *((f"numpy {numpy}",) if numpy else ()),
+        ),
+        fixes=tuple(fixes),
     )

@@ -3,11 +3,12 @@ at all (ED211)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from envdoctor.knowledge import numpy_support
 from envdoctor.model.findings import Fix, Severity
-from envdoctor.probes.torch_build import BridgeStatus, TorchFacts
+from envdoctor.probes.torch_build import BridgeStatus, NumpyFacts, TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.fixes import planned_fix
 from envdoctor.shell import quote
@@ -18,6 +19,7 @@ _NUMPY1_SIGNS = (
     "compiled using NumPy 1.x cannot be run in",
     "numpy.core.multiarray failed to import",
 )
+_NUMPY2_WORDS = ("_ARRAY_API not found", "compiled using NumPy 1.x cannot be run in")
 
 
 def _first_line(text: str) -> str:
@@ -68,16 +70,30 @@ def _pip(ctx: RuleContext, requirement: str) -> str:
 )
 def numpy2_with_torch_built_for_numpy1(ctx: RuleContext) -> Iterator[Hit]:
     torch = ctx.need(TorchFacts)
-    numpy = torch.numpy
-    if not torch.installed or numpy is None or numpy.major is None or numpy.major < 2:
+    numpy = torch.numpy or NumpyFacts()
+    if not torch.installed:
         return
     version = torch.version or torch.dist_version
     old = numpy_support.built_for_numpy1(version, ctx.platform.os)
     signs = _numpy1_signs(torch)
+    # NumPy 2's own words count on every OS and whatever version the metadata reports (a second
+    # NumPy earlier on sys.path, a snapshot without the version); the generic "multiarray failed
+    # to import" only beside a NumPy 2 (an older NumPy's C-API is ED225's).
+    strong = [s for s in signs if any(sign in s for sign in _NUMPY2_WORDS)]
+    if _c_api_sign(torch) is not None or (numpy.major is not None and numpy.major < 2 and not strong):
+        return
+    if numpy.major is None and not strong:
+        return
     if not old and not signs:
         return
     floor = numpy_support.numpy2_floor(ctx.platform.os)
     said = f' torch said: "{signs[0]}".' if signs else ""
+    if numpy.major is not None and numpy.major < 2:
+        said += (
+            f" The NumPy distribution here says {numpy.version}, yet the words are NumPy 2's: another "
+            'NumPy (a stale copy earlier on sys.path) is the one imported; `python -c "import numpy; '
+            'print(numpy.__version__, numpy.__file__)"` names it.'
+        )
     if numpy.bridge == BridgeStatus.FAILED:
         effect = f"tensor.numpy() already failed here: {_first_line(numpy.error or 'RuntimeError')}."
     elif torch.import_error is not None:
@@ -104,11 +120,13 @@ def numpy2_with_torch_built_for_numpy1(ctx: RuleContext) -> Iterator[Hit]:
         ):
             fixes.append(upgrade)
     yield Hit(
-        title=f"NumPy {numpy.version} is installed, but torch {version} was built for NumPy 1.x",
+        title=f"NumPy {numpy.version} is installed, but torch {version} was built for NumPy 1.x"
+        if numpy.major is not None and numpy.major >= 2
+        else f"NumPy 2 meets torch {version}, which was built for NumPy 1.x",
         detail=f"import torch loads, but torch's NumPy bridge is switched off.{said} {effect} "
         f"{built} Libraries that hand NumPy arrays to torch (torchvision transforms, DataLoader "
         "collation, most data pipelines) stop at the first such call.",
-        evidence=(f"numpy {numpy.version}", f"torch {version}", *signs[:2]),
+        evidence=(f"numpy {numpy.version or '(version not read)'}", f"torch {version}", *signs[:2]),
         fixes=tuple(fixes),
     )
 
@@ -142,7 +160,20 @@ def _planned_torch(fix: Fix) -> str | None:
 def numpy_not_installed(ctx: RuleContext) -> Iterator[Hit]:
     torch = ctx.need(TorchFacts)
     numpy = torch.numpy
-    if not torch.imported or numpy is None or numpy.version is not None:
+    if numpy is None or numpy.version is not None or not torch.installed:
+        return
+    needed = torch.import_error is not None and "numpy" in torch.import_error.message.lower()
+    if not torch.imported and not needed:
+        return
+    if needed and torch.import_error is not None:
+        # Old torch builds (0.x) import NumPy's C-API at import: without NumPy, import torch fails.
+        yield Hit(
+            title="import torch fails: NumPy is not installed, and this torch needs it to import",
+            detail=f"import torch says: {_first_line(torch.import_error.message)}. NumPy is not installed "
+            "beside it; this torch build imports NumPy's C-API at start-up.",
+            evidence=("numpy: not installed", _first_line(torch.import_error.message)[:200]),
+            fixes=(Fix(summary="Install NumPy into this environment", commands=(_pip(ctx, "numpy"),)),),
+        )
         return
     version = torch.version or torch.dist_version
     old = numpy_support.built_for_numpy1(version, ctx.platform.os)
@@ -154,4 +185,82 @@ def numpy_not_installed(ctx: RuleContext) -> Iterator[Hit]:
         f"available': {numpy_support.without_numpy_breaks()}.",
         evidence=("numpy: not installed", *(_first_line(w)[:200] for w in warned[:1])),
         fixes=(Fix(summary="Install NumPy into this environment", commands=(_pip(ctx, requirement),)),),
+    )
+
+
+_C_API = re.compile(
+    r"module compiled against (?:ABI|API) version (?:0x)?(?P<built>[0-9a-f]+) but this version of numpy "
+    r"is (?:0x)?(?P<have>[0-9a-f]+)",
+    re.IGNORECASE,
+)
+
+
+def _c_api_sign(torch: TorchFacts) -> re.Match[str] | None:
+    numpy = torch.numpy
+    texts = list(torch.warnings)
+    if numpy is not None:
+        texts += [numpy.message or "", numpy.error or ""]
+    if torch.import_error is not None:
+        texts += [torch.import_error.message, torch.import_error.traceback or ""]
+    for text in texts:
+        found = _C_API.search(text)
+        if found:
+            return found
+    return None
+
+
+@rule(
+    code="ED225",
+    name="numpy-too-old-for-torch",
+    severity=Severity.ERROR,
+    summary="the installed NumPy is older than the C-API torch was compiled against",
+    needs=(TorchFacts,),
+    doc=RuleDoc(
+        what="What torch said while importing: 'module compiled against API version 0xe but this "
+        "version of numpy is 0xd' (in the import error, or in torch's 'Failed to initialize NumPy' "
+        "warning), with the NumPy release that provides the C-API torch needs (numpy_abi.json).",
+        why="A torch compiled against a newer NumPy C-API cannot use an older NumPy: either import "
+        "torch fails ('numpy.core.multiarray failed to import'), or its NumPy bridge is off and "
+        "tensor.numpy(), torch.from_numpy() and NumPy scalars raise ('Could not infer dtype of "
+        "numpy.float32').",
+        fix="Upgrade NumPy to at least the release that provides that C-API (below 2 for a torch built "
+        "for NumPy 1.x).",
+        example="torch 1.9.0 built against NumPy 1.20's C-API with numpy 1.19.5: 'Failed to initialize "
+        "NumPy: module compiled against API version 0xe but this version of numpy is 0xd' "
+        "(pytorch/pytorch#59533).",
+    ),
+)
+def numpy_too_old_for_torch(ctx: RuleContext) -> Iterator[Hit]:
+    torch = ctx.need(TorchFacts)
+    sign = _c_api_sign(torch)
+    if not torch.installed or sign is None:
+        return
+    built, have = int(sign.group("built"), 16), int(sign.group("have"), 16)
+    if built <= have:
+        return
+    from envdoctor.knowledge.torch_extensions import numpy_for_api
+
+    needed = numpy_for_api(built)
+    version = torch.version or torch.dist_version
+    old = numpy_support.built_for_numpy1(version, ctx.platform.os)
+    installed = torch.numpy.version if torch.numpy is not None else None
+    requirement = f"numpy>={needed}" if needed else "numpy"
+    if old and needed and not needed.startswith("2"):
+        requirement += ",<2"
+    said = sign.group(0)
+    effect = (
+        "import torch fails."
+        if torch.import_error is not None
+        else "torch's NumPy bridge is off: "
+        "tensor.numpy(), torch.from_numpy() and NumPy scalars in tensors fail."
+    )
+    yield Hit(
+        title=f"NumPy {installed or ''} is older than the one torch {version} was compiled against".replace(
+            "  ", " "
+        ),
+        detail=f'torch said: "{said}". It needs NumPy\'s C-API 0x{built:x}'
+        + (f", which NumPy {needed} introduced" if needed else "")
+        + f"; the installed NumPy has 0x{have:x}. Here {effect}",
+        evidence=(said, *((f"numpy {installed}",) if installed else ())),
+        fixes=(Fix(summary="Upgrade NumPy in this environment", commands=(_pip(ctx, requirement),)),),
     )
