@@ -24,18 +24,57 @@ from envdoctor.util.textwidth import DEFAULT_WIDTH, hanging
 from envdoctor.util.textwidth import wrap as _wrap
 
 # One rule as shown: code, name, severity, area, summary, then the four documentation paragraphs.
-FIELDS = ("code", "name", "severity", "area", "summary", "what", "why", "fix", "example", "folded_under")
+FIELDS = (
+    "code",
+    "name",
+    "severity",
+    "area",
+    "summary",
+    "what",
+    "why",
+    "fix",
+    "example",
+    "folded_under",
+    "causes",
+)
 # folded_under: the codes whose finding this rule's finding is folded under, comma-separated ("": none)
-Entry = tuple[str, str, str, str, str, str, str, str, str, str]
+# causes: a symptom rule's usual causes (knowledge/symptoms.json) for this system, one per line, each
+# "title<TAB>check<TAB>what the check shows<TAB>fix<TAB>the rules that name it" ("": not a symptom rule)
+Entry = tuple[str, str, str, str, str, str, str, str, str, str, str]
 
 PACKAGE = os.path.dirname(os.path.abspath(__file__))
-_SCHEMA = "envdoctor.rule-catalogue/2"
+_SCHEMA = "envdoctor.rule-catalogue/3"
+
+
+def this_system() -> str:
+    """The platform's name for the system explain runs on, as the rules' data spells it."""
+    return {"win32": "windows", "darwin": "macos"}.get(sys.platform, "linux")
+
+
+def causes_field(code: str, os_name: str) -> str:
+    """The usual causes of symptom rule `code` as the catalogue keeps them, in the data's order."""
+    from envdoctor.knowledge.symptoms import symptom
+
+    found = symptom(code)
+    if found is None:
+        return ""
+    rows = []
+    for cause in found.causes:
+        check = cause.check_for(os_name)
+        if not cause.applies_on(os_name) or check is None:
+            continue
+        commands = "; ".join(cause.fix.commands_for(os_name))
+        fix = cause.fix.summary + (f" ({commands})" if commands else "")
+        row = "\t".join((cause.title, check, cause.shows, fix, ", ".join(cause.named_by)))
+        rows.append(row.replace("{python}", "python"))  # the examined interpreter, in a finding
+    return "\n".join(rows)
 
 
 def from_registry() -> tuple[Entry, ...]:
     """Every rule, from the registry itself (the slow path, and the truth the cache holds)."""
     from envdoctor.rules import RULES
 
+    os_name = this_system()
     return tuple(
         (
             r.code,
@@ -48,6 +87,7 @@ def from_registry() -> tuple[Entry, ...]:
             r.doc.fix,
             r.doc.example,
             ", ".join(r.consequence_of),
+            causes_field(r.code, os_name),
         )
         for r in RULES
     )
@@ -86,7 +126,7 @@ def _read(path: str, key: str) -> tuple[Entry, ...] | None:
     for row in rows:
         if not (isinstance(row, list) and len(row) == len(FIELDS) and all(isinstance(v, str) for v in row)):
             return None
-        entries.append(tuple(row))  # ten strings, checked above
+        entries.append(tuple(row))  # eleven strings, checked above
     return tuple(entries)
 
 
@@ -192,7 +232,7 @@ def docs_url(code: str) -> str:
 
 def explain_text(entry: Entry, width: int = DEFAULT_WIDTH) -> str:
     """A rule's documentation, each paragraph wrapped to `width` under its heading, then the link."""
-    code, name, severity, area, summary, what, why, fix, example, folded_under = entry
+    code, name, severity, area, summary, what, why, fix, example, folded_under, causes = entry
     header = hanging(explain_header(code, name, severity, area), width, "", "  ")
     lines = [header, wrap_text(summary, width), ""]
     for heading, text in (
@@ -202,6 +242,22 @@ def explain_text(entry: Entry, width: int = DEFAULT_WIDTH) -> str:
         ("Example", example),
     ):
         lines += [f"{heading}:", hanging(text, width, "  ", "  "), ""]
+    if causes:
+        heading = "Usual causes (a finding puts first what this machine's facts show):"
+        lines.append(hanging(heading, width, "", "  "))
+        for number, row in enumerate(causes.split("\n"), 1):
+            title, check, shows, cause_fix, named_by = row.split("\t")
+            lead = f"  {number}. "
+            lines.append(hanging(title, width, lead, " " * len(lead)))
+            lines.append(
+                hanging(f"tell: `{check}` shows {shows}", width, " " * len(lead), " " * (len(lead) + 2))
+            )
+            lines.append(hanging(f"fix: {cause_fix}", width, " " * len(lead), " " * (len(lead) + 2)))
+            if named_by:
+                lines.append(
+                    hanging(f"named exactly by: {named_by}", width, " " * len(lead), " " * len(lead))
+                )
+        lines.append("")
     if folded_under:
         folded = f"{folded_under}, when one of them is found (one root cause, one finding)"
         lines += ["Folded under:", hanging(folded, width, "  ", "  "), ""]

@@ -105,8 +105,27 @@ def rules_doc() -> str:
         ]
         if rule.consequence_of:
             lines.append(f"- *Folded under:* {', '.join(rule.consequence_of)}, when one of them is found.")
+        lines += _causes(rule.code)
         lines.append("")
     return "\n".join(lines).replace("<", "&lt;")
+
+
+def _causes(code: str) -> list[str]:
+    """A symptom rule's usual causes (knowledge/symptoms.json), each with its check and fix per system."""
+    from envdoctor.knowledge.symptoms import symptom
+
+    found = symptom(code)
+    if found is None:
+        return []
+    lines = ["", "Usual causes, in the order threads report them (a finding puts first what the facts show):"]
+    lines.append("")
+    for number, cause in enumerate(found.causes, 1):
+        forms = [(("elsewhere" if system == "any" else system), check) for system, check in cause.checks]
+        checks = "; ".join(f"`{c}`" if len(forms) == 1 else f"{system}: `{c}`" for system, c in forms)
+        named = f" Named exactly by {', '.join(cause.named_by)}." if cause.named_by else ""
+        tell = f"*Tell:* {checks} shows {cause.shows}."
+        lines.append(f"{number}. {cause.title}. {tell} *Fix:* {cause.fix.summary}.{named}")
+    return lines
 
 
 def main() -> None:

@@ -115,10 +115,11 @@ def test_only_and_skip_select_probes(
 
 
 def _documented_commands() -> list[list[str]]:
-    """Every `envdoctor check|report ...` the README and the example workflow show."""
+    """Every `envdoctor check|report ...` the README, the docs and the example workflow show."""
     root = Path(__file__).resolve().parent.parent
-    readme = (root / "README.md").read_text(encoding="utf-8")
-    texts = re.findall(r"```(?:bash|yaml)\n(.*?)```", readme, flags=re.S)
+    texts = []
+    for page in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+        texts += re.findall(r"```(?:bash|yaml)\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.S)
     texts += [p.read_text(encoding="utf-8") for p in (root / ".github" / "workflows").glob("*.yml")]
     found = []
     for text in texts:
@@ -173,14 +174,14 @@ def test_documented_commands_are_valid(
 
 
 @pytest.mark.early(DEFAULT_RUN)
-def test_the_readme_python_example_raises_on_this_gpu_less_machine(
+def test_the_docs_python_example_raises_on_this_gpu_less_machine(
     shared_torch_child: RealTorchChild,
 ) -> None:
     import envdoctor
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    (example,) = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+    page = Path(__file__).resolve().parent.parent / "docs" / "ci.md"
+    (example,) = re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.S)
     with pytest.raises(envdoctor.EnvironmentNotReady) as caught:
-        exec(compile(example, "README.md", "exec"), {})
+        exec(compile(example, "docs/ci.md", "exec"), {})
     assert "ED701" in [f.code for f in caught.value.findings]
     assert shared_torch_child.asked, "the example examined this machine for real"

@@ -23,7 +23,6 @@ from envdoctor.probes.system import SystemFacts
 from envdoctor.probes.torch_build import PythonError, TorchFacts
 from envdoctor.rules import RULES
 from envdoctor.rules.base import RuleContext
-from envdoctor.rules.nvml.driver_causes import Likelihood, not_loaded_causes
 from tests.support import PYTHON
 
 KERNEL = "6.8.0-49-generic"
@@ -68,37 +67,40 @@ INSTALLED = DriverHostFacts(
 # -- ED103: the causes of "couldn't communicate", most likely first ----------------------------------
 
 
+def ranked(finding: Finding) -> list[tuple[str, str]]:
+    """(cause key, likelihood) in the order the finding lists them, from its evidence lines."""
+    pairs = [line.split(": ", 1) for line in finding.evidence if ": " in line]
+    return [(key, seen) for seen, key in pairs if seen in ("confirmed", "likely", "possible")]
+
+
 def test_without_host_facts_every_cause_is_listed_in_the_threads_order() -> None:
-    causes = not_loaded_causes(None, KERNEL)
-    assert [c.key for c in causes] == [
-        "module-missing",
-        "secure-boot",
-        "nouveau",
-        "blacklisted",
-        "not-loaded-yet",
-    ]
-    assert all(c.likelihood is Likelihood.POSSIBLE for c in causes)
     finding = findings(not_loaded(None))["ED103"]
+    assert ranked(finding) == [
+        ("module-missing", "possible"),
+        ("secure-boot", "possible"),
+        ("nouveau", "possible"),
+        ("blacklisted", "possible"),
+        ("not-loaded-yet", "possible"),
+    ]
     assert finding.folded_under is None
-    assert "1) no nvidia kernel module is built for the running kernel" in finding.detail
-    assert "`mokutil --sb-state`" in finding.detail and "lspci -nnk -d 10de:" in finding.detail
+    assert "(1) no nvidia kernel module is built for the running kernel" in finding.detail
+    assert "`mokutil --sb-state; sudo modprobe nvidia`" in finding.detail
+    assert "lspci -nnk -d 10de:" in finding.detail
 
 
 def test_a_confirmed_cause_comes_first_and_what_the_facts_rule_out_is_left_out() -> None:
     host = replace(INSTALLED, secure_boot=None, pci=(PciBinding("0000:01:00.0", "nouveau"),))
-    causes = not_loaded_causes(host, KERNEL)
-    assert [(c.key, c.likelihood) for c in causes] == [
-        ("nouveau", Likelihood.CONFIRMED),
-        ("secure-boot", Likelihood.POSSIBLE),
-        ("not-loaded-yet", Likelihood.POSSIBLE),
-    ]
+    finding = findings(not_loaded(host))["ED103"]
+    # What the facts show settles it: the causes they leave open are not listed beside it.
+    assert ranked(finding) == [("nouveau", "confirmed")]
+    assert finding.folded_under == "ED133"  # whose finding says it exactly
 
 
 def test_with_every_cause_ruled_out_a_pending_reboot_is_what_is_left() -> None:
     result = findings(not_loaded(INSTALLED), UBUNTU)
     assert roots(not_loaded(INSTALLED), UBUNTU) == ["ED103"]
     finding = result["ED103"]
-    assert "1) the driver was installed or updated" in finding.detail and "2)" not in finding.detail
+    assert "(1) the driver was installed or updated" in finding.detail and "(2)" not in finding.detail
     assert "sudo modprobe nvidia" in commands(finding) and "sudo reboot" in commands(finding)
 
 
@@ -185,7 +187,7 @@ def test_secure_boot_with_a_built_module() -> None:
     host = replace(INSTALLED, secure_boot=True)
     finding = findings(not_loaded(host), UBUNTU)["ED132"]
     assert commands(finding)[0] == "sudo update-secureboot-policy --enroll-key"
-    assert any("turn Secure Boot off" in f.summary for f in finding.fixes)
+    assert any("Turn Secure Boot off" in f.summary for f in finding.fixes)
     assert "ED132" not in findings(not_loaded(replace(host, secure_boot=False)), UBUNTU)
 
 

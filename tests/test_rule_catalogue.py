@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from envdoctor import paths, rule_catalogue
+from envdoctor.knowledge.symptoms import symptom
 from envdoctor.rule_catalogue import explain_text, fingerprint, from_registry, load, rules_json, rules_text
 from envdoctor.rules import RULES
 
@@ -27,10 +28,34 @@ def old_explain(code: str) -> str:
         ("Example", rule.doc.example),
     ):
         lines.append(f"{heading}:\n  {text}\n")
+    lines += _usual_causes(code)
     if rule.consequence_of:
         causes = ", ".join(rule.consequence_of)
         lines.append(f"Folded under:\n  {causes}, when one of them is found (one root cause, one finding)\n")
     return "".join(f"{line}\n" for line in lines)
+
+
+def _usual_causes(code: str) -> list[str]:
+    """A symptom rule's causes as knowledge/symptoms.json holds them, for the system the tests run on."""
+    found = symptom(code)
+    if found is None:
+        return []
+    here = rule_catalogue.this_system()
+    lines = ["Usual causes (a finding puts first what this machine's facts show):"]
+    shown = [c for c in found.causes if c.applies_on(here) and c.check_for(here) is not None]
+    for number, cause in enumerate(shown, 1):
+        lead = " " * len(f"  {number}. ")
+        commands = "; ".join(cause.fix.commands_for(here))
+        fix = cause.fix.summary + (f" ({commands})" if commands else "")
+        lines += [
+            f"  {number}. {cause.title}",
+            f"{lead}tell: `{cause.check_for(here)}` shows {cause.shows}".replace("{python}", "python"),
+            f"{lead}fix: {fix}".replace("{python}", "python"),
+        ]
+        if cause.named_by:
+            lines.append(f"{lead}named exactly by: {', '.join(cause.named_by)}")
+    assert len(shown) >= 3, f"{code}: a symptom rule lists its usual causes"
+    return [*lines[:-1], lines[-1] + "\n"]
 
 
 def test_the_catalogue_says_what_the_registry_says() -> None:
@@ -85,7 +110,7 @@ def test_a_second_run_reads_the_cache_and_an_edit_rebuilds_it(
     source.write_text("x = 22\n")  # another size
     os.utime(source, ns=(1, 1))
     assert fingerprint(str(package)) != before
-    edited = (("ED999", "edited", "error", "area", "summary", "w", "y", "f", "e", ""),)
+    edited = (("ED999", "edited", "error", "area", "summary", "w", "y", "f", "e", "", ""),)
     monkeypatch.setattr(rule_catalogue, "from_registry", lambda: edited)
     assert load(environ, str(package)) == edited
     monkeypatch.setattr(rule_catalogue, "from_registry", no_registry)

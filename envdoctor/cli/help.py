@@ -40,9 +40,9 @@ COMMAND_HELP: dict[str, str] = {
     "with credentials, user names in paths and GPU UUIDs masked.",
     "rules": "List every rule: code, name, severity and what it checks.",
     "explain": "Print a rule's documentation: what it checks, why it matters, how to fix it.",
-    "validate": "Check the project's expectations (envdoctor.toml, pyproject.toml's [tool.envdoctor]) "
-    "without running the check: unknown keys and values that do not parse, one line each (the "
-    "pre-commit hook).\n\nExit codes: 0 valid, 1 a file is not, 2 bad usage.",
+    "validate": "Check the project's expectations (envdoctor.toml, the tool.envdoctor table of "
+    "pyproject.toml) without running the check: unknown keys and values that do not parse, one line "
+    "each (the pre-commit hook).\n\nExit codes: 0 valid, 1 a file is not, 2 bad usage.",
     "install": "Print the pinned pip/uv/conda command that installs a working torch here (or on a "
     "described machine).\n\nExit codes: 0 a command was found, 1 no build fits (the output says what "
     "to change), 2 bad options.",

@@ -95,7 +95,7 @@ def _option_fixes(ctx: RuleContext, name: str, value: str, bad: list[Problem]) -
     )
     fixes = [first]
     if any("does not know" in p.why for p in bad):
-        upgrade = planned_fix(ctx, "Or upgrade torch to a release that knows the option")
+        upgrade = planned_fix(ctx, "Upgrade torch to a release that knows the option")
         if upgrade is not None:
             fixes.append(upgrade)
     return tuple(fixes)
@@ -180,7 +180,7 @@ def _unified_not_read(ctx: RuleContext, torch: TorchFacts, version: Version, val
         and version < Version(fixed)
         and any(e.strip().startswith("expandable_segments") for e in value.split(","))
     ):
-        upgrade = planned_fix(ctx, f"Or upgrade torch ({fixed} reads it)")
+        upgrade = planned_fix(ctx, f"Upgrade torch ({fixed} reads it)")
         yield Hit(
             title=f"torch {version} ignores expandable_segments in {UNIFIED_NAME} for CUDA",
             detail=f"torch {version} warns that {CUDA_NAME} is deprecated, yet for CUDA it applies "

@@ -84,7 +84,7 @@ def cuda_device_order_differs(ctx: RuleContext) -> Iterator[Hit]:
         fixes=(
             set_fix(ctx, VARIABLE, "PCI_BUS_ID", "Number GPUs as nvidia-smi does"),
             Fix(
-                summary="Or name GPUs by UUID in CUDA_VISIBLE_DEVICES: a UUID is the same card for NVML "
+                summary="Name GPUs by UUID in CUDA_VISIBLE_DEVICES: a UUID is the same card for NVML "
                 "and CUDA",
                 commands=("nvidia-smi -L",),
                 link=CUDA_ENV_DOCS,

@@ -106,7 +106,7 @@ def cuda_visible_devices_names_missing_gpu(ctx: RuleContext) -> Iterator[Hit]:
                 set_fix(
                     ctx, VARIABLE, _indices(count), f"Name the GPUs this machine has ({_indices(count)})"
                 ),
-                unset_fix(ctx, VARIABLE, "Or unset it: torch then sees every GPU"),
+                unset_fix(ctx, VARIABLE, "Unset it: torch then sees every GPU"),
             ),
         )
         return

@@ -202,7 +202,7 @@ def _pasted_environment(ctx: RuleContext) -> Iterator[Hit]:
         )
     fixes.append(
         Fix(
-            summary=f"Or pin pytorch to {last.major}.{last.minor} (the last release on the {names} channel), "
+            summary=f"Pin pytorch to {last.major}.{last.minor} (the last release on the {names} channel), "
             "or take conda-forge's pytorch (pytorch-gpu for CUDA) instead of the pytorch channel",
             link=CONDA_CHANNEL_END,
         )

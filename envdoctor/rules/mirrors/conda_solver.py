@@ -63,7 +63,7 @@ def conda_solver_chose_cpu_pytorch(ctx: RuleContext) -> Iterator[Hit]:
         fixes.append(pip)
     fixes.append(
         Fix(
-            summary="Or keep conda and make it take the CUDA build: see which package pulls the CPU "
+            summary="Keep conda and make it take the CUDA build: see which package pulls the CPU "
             "one (cpuonly, pytorch-mutex=*=cpu), remove it, and pin the build (from conda-forge: "
             "pytorch=*=*cuda*; from -c pytorch -c nvidia for releases up to 2.5: a py3.X_cudaXX.X build "
             "string)",

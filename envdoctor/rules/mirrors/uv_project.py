@@ -131,7 +131,7 @@ def uv_sources_not_applied(ctx: RuleContext) -> Iterator[Hit]:
                 link=UV_PYTORCH_GUIDE,
             ),
             Fix(
-                summary="Or, with uv pip, name the index on the command line: "
+                summary="With uv pip, name the index on the command line: "
                 f"--index {urls[routes[0].index]} "
                 "(or --torch-backend=auto); pip and uv pip never read [tool.uv.sources]",
                 link=UV_PYTORCH_GUIDE,

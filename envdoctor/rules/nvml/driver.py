@@ -16,15 +16,10 @@ from envdoctor.probes.gpu_vendors import GpuVendorFacts
 from envdoctor.probes.nvml import NvmlFacts, NvmlStatus
 from envdoctor.probes.system import SystemFacts
 from envdoctor.probes.torch_build import TorchFacts
+from envdoctor.rules import symptoms
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.fixes import driver_fix, planned_fix
-from envdoctor.rules.nvml.driver_causes import (
-    elsewhere,
-    kernel_of,
-    not_loaded_causes,
-    numbered,
-    open_source_holders,
-)
+from envdoctor.rules.nvml.driver_causes import elsewhere, not_loaded_causes, open_source_holders
 
 _TOO_OLD = re.compile(r"NVIDIA driver on your system is too old \(found version (\d+)\)")
 
@@ -201,8 +196,7 @@ def _not_loaded(ctx: RuleContext, nvml: NvmlFacts) -> Hit:
             evidence=(f"nvml.status = {nvml.status}",),
             fixes=(_NOT_LOADED,),
         )
-    host = nvml.host
-    causes = not_loaded_causes(host, kernel_of(ctx, host))
+    causes = not_loaded_causes(ctx)
     detail = (
         "NVIDIA-SMI 'couldn't communicate with the NVIDIA driver': the driver's libraries are "
         f"installed but its kernel module is not loaded. NVML said: {nvml.error}. The causes, most "
@@ -210,8 +204,8 @@ def _not_loaded(ctx: RuleContext, nvml: NvmlFacts) -> Hit:
     )
     return Hit(
         title=title,
-        detail=detail + numbered(causes),
-        evidence=(f"nvml.status = {nvml.status}", *(f"{c.likelihood}: {c.key}" for c in causes)),
+        detail=detail + symptoms.listed(causes),
+        evidence=(f"nvml.status = {nvml.status}", *symptoms.evidence(causes)),
         fixes=(
             Fix(
                 summary="Load the module: if it fails, modprobe's message names the cause ('Module nvidia "
@@ -219,10 +213,7 @@ def _not_loaded(ctx: RuleContext, nvml: NvmlFacts) -> Hit:
                 "'No such device': another driver holds the GPU)",
                 commands=("sudo modprobe nvidia", "nvidia-smi"),
             ),
-            Fix(
-                summary="Reboot, if the driver was installed or updated since the last boot",
-                commands=("sudo reboot",),
-            ),
+            *symptoms.cause_fixes(causes),
         ),
     )
 
@@ -339,8 +330,48 @@ def no_nvidia_gpu(ctx: RuleContext) -> Iterator[Hit]:
         )
     if system is not None and system.wsl:
         detail += " On WSL the GPU driver is the Windows driver: install it on Windows, not inside WSL."
+    causes = symptoms.ranked(ctx, "ED104")
+    if causes:
+        detail += " If this machine should have a GPU, the usual reasons it is not seen: " + symptoms.listed(
+            causes
+        )
     yield Hit(
         title="no NVIDIA GPU or driver found",
         detail=detail,
-        evidence=("nvml.status = library_not_found",),
+        evidence=("nvml.status = library_not_found", *symptoms.evidence(causes)),
+        fixes=symptoms.cause_fixes(causes, without=("no-nvidia-gpu",)),  # that one has nothing to fix
     )
+
+
+def _system(ctx: RuleContext) -> SystemFacts | None:
+    return ctx.get(SystemFacts)
+
+
+@symptoms.reads("ED104", "no-nvidia-gpu")
+def _no_gpu(ctx: RuleContext) -> symptoms.Reading:
+    return symptoms.Reading(symptoms.Likelihood.LIKELY)  # NVML and the PCI bus both show none
+
+
+@symptoms.reads("ED104", "container")
+def _in_container(ctx: RuleContext) -> symptoms.Reading:
+    system = _system(ctx)
+    if system is None:
+        return symptoms.POSSIBLE
+    return symptoms.Reading(symptoms.Likelihood.LIKELY) if system.container else symptoms.RULED_OUT
+
+
+@symptoms.reads("ED104", "wsl")
+def _in_wsl(ctx: RuleContext) -> symptoms.Reading:
+    system = _system(ctx)
+    if system is None:
+        return symptoms.POSSIBLE
+    return symptoms.Reading(symptoms.Likelihood.LIKELY) if system.wsl else symptoms.RULED_OUT
+
+
+@symptoms.reads("ED104", "virtual-machine")
+@symptoms.reads("ED104", "gpu-off")
+def _not_in_wsl_or_container(ctx: RuleContext) -> symptoms.Reading:
+    system = _system(ctx)
+    if system is not None and (system.wsl or system.container):
+        return symptoms.RULED_OUT  # the GPU would come through WSL or the container runtime
+    return symptoms.POSSIBLE

@@ -6,31 +6,15 @@ cause the facts confirm; ED103 lists the ones still open when none is confirmed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from envdoctor.knowledge.linux_drivers import DriverInstall, driver_install, gpu_drivers, profile_blocker
-from envdoctor.model.types import TextEnum
 from envdoctor.probes.gpu_access import GpuAccessFacts
 from envdoctor.probes.nvml import PRIME_PROFILE, DriverHostFacts, ModuleBlock, NvmlFacts, NvmlStatus
 from envdoctor.probes.system import SystemFacts
 from envdoctor.rules.base import RuleContext
+from envdoctor.rules.symptoms import POSSIBLE, RULED_OUT, Likelihood, RankedCause, Reading, ranked, reads
 
 NVIDIA_MODULES = ("nvidia", "nvidia_current")
-
-
-class Likelihood(TextEnum):
-    CONFIRMED = "confirmed"  # the facts show it
-    POSSIBLE = "possible"  # the facts neither show nor rule it out
-    RULED_OUT = "ruled_out"
-
-
-@dataclass(frozen=True)
-class Cause:
-    key: str
-    code: str  # the rule that names this cause when the facts confirm it
-    title: str
-    check: str  # the command that tells this cause apart, and what it prints when it is the one
-    likelihood: Likelihood
+SYMPTOM = "ED103"
 
 
 def host_of(ctx: RuleContext) -> DriverHostFacts | None:
@@ -83,108 +67,69 @@ def driver_installed(nvml: NvmlFacts, host: DriverHostFacts) -> bool:
     return installed or nvml.status != NvmlStatus.LIBRARY_NOT_FOUND
 
 
-def _module_missing(host: DriverHostFacts | None, kernel: str) -> Cause:
+# The readers of ED103's causes (knowledge/symptoms.json): what the host's facts make of each.
+
+
+def _host(ctx: RuleContext) -> DriverHostFacts | None:
+    return host_of(ctx)
+
+
+@reads(SYMPTOM, "module-missing")
+def _module_missing(ctx: RuleContext) -> Reading:
+    host = _host(ctx)
+    kernel = kernel_of(ctx, host)
     title = f"no nvidia kernel module is built for the running kernel {kernel}"
-    likelihood = Likelihood.POSSIBLE
     if host is not None and host.module_indexed and host.module_file is None:
-        likelihood = Likelihood.CONFIRMED
         if host.kernels_with_module:
             title += f" (kernel {host.kernels_with_module[0]} has one: a kernel update left it behind)"
-    elif host is not None and host.module_file is not None:
-        likelihood = Likelihood.RULED_OUT
-    return Cause(
-        "module-missing",
-        "ED131",
-        title,
-        "`modinfo -F version nvidia` says 'Module nvidia not found', and `dkms status` lists no build "
-        "for this kernel",
-        likelihood,
-    )
+        return Reading(Likelihood.CONFIRMED, title=title)
+    if host is not None and host.module_file is not None:
+        return RULED_OUT
+    return Reading(Likelihood.POSSIBLE, title=title)
 
 
-def _secure_boot(host: DriverHostFacts | None) -> Cause:
-    likelihood = Likelihood.POSSIBLE
+@reads(SYMPTOM, "secure-boot")
+def _secure_boot(ctx: RuleContext) -> Reading:
+    host = _host(ctx)
     if host is not None and host.secure_boot is False:
-        likelihood = Likelihood.RULED_OUT
-    elif host is not None and host.secure_boot and host.module_file is not None:
-        likelihood = Likelihood.CONFIRMED
-    return Cause(
-        "secure-boot",
-        "ED132",
-        "Secure Boot refuses the nvidia module, which is not signed with an enrolled key",
-        "`mokutil --sb-state` says 'SecureBoot enabled', and `sudo modprobe nvidia` says 'Key was "
-        "rejected by service'",
-        likelihood,
-    )
+        return RULED_OUT
+    if host is not None and host.secure_boot and host.module_file is not None:
+        return Reading(Likelihood.CONFIRMED)
+    return POSSIBLE
 
 
-def _open_source(host: DriverHostFacts | None) -> Cause:
-    likelihood = Likelihood.POSSIBLE
+@reads(SYMPTOM, "nouveau")
+def _open_source(ctx: RuleContext) -> Reading:
+    host = _host(ctx)
     if host is not None:
         if open_source_holders(host):
-            likelihood = Likelihood.CONFIRMED
-        elif host.pci and host.loaded_modules is not None:
-            likelihood = Likelihood.RULED_OUT
-    return Cause(
-        "nouveau",
-        "ED133",
-        "nouveau (or nova_core) holds the GPU, so the nvidia module cannot bind it",
-        "`lspci -nnk -d 10de:` says 'Kernel driver in use: nouveau' (or nova_core)",
-        likelihood,
-    )
+            return Reading(Likelihood.CONFIRMED)
+        if host.pci and host.loaded_modules is not None:
+            return RULED_OUT
+    return POSSIBLE
 
 
-def _blacklisted(host: DriverHostFacts | None) -> Cause:
-    likelihood = Likelihood.POSSIBLE
+@reads(SYMPTOM, "blacklisted")
+def _blacklisted(ctx: RuleContext) -> Reading:
+    host = _host(ctx)
     if host is not None:
         if nvidia_blocks(host) or prime_off(host):
-            likelihood = Likelihood.CONFIRMED
-        elif host.blocks is not None:
-            likelihood = Likelihood.RULED_OUT
-    return Cause(
-        "blacklisted",
-        "ED134",
-        "the nvidia module is blacklisted (prime-select's intel profile, a modprobe.d file or the "
-        "kernel command line)",
-        "`prime-select query` says 'intel', or `grep -rs nvidia /etc/modprobe.d /lib/modprobe.d "
-        "/usr/lib/modprobe.d /proc/cmdline` shows a blacklist line",
-        likelihood,
-    )
+            return Reading(Likelihood.CONFIRMED)
+        if host.blocks is not None:
+            return RULED_OUT
+    return POSSIBLE
 
 
-def _not_loaded_yet(host: DriverHostFacts | None) -> Cause:
-    likelihood = Likelihood.POSSIBLE
+@reads(SYMPTOM, "not-loaded-yet")
+def _not_loaded_yet(ctx: RuleContext) -> Reading:
+    host = _host(ctx)
     if host is not None and host.module_indexed and host.module_file is None:
-        likelihood = Likelihood.RULED_OUT
-    return Cause(
-        "not-loaded-yet",
-        "ED103",
-        "the driver was installed or updated and the machine has not been rebooted since, so its "
-        "module was never loaded",
-        "`sudo modprobe nvidia && nvidia-smi` works, and a reboot keeps it working",
-        likelihood,
-    )
+        return RULED_OUT  # no module to load: a reboot would not load one
+    return POSSIBLE
 
 
-def not_loaded_causes(host: DriverHostFacts | None, kernel: str) -> tuple[Cause, ...]:
+def not_loaded_causes(ctx: RuleContext) -> tuple[RankedCause, ...]:
     """Why the installed driver's module is not loaded, most likely first: what the facts confirm,
     then what they leave open in the order threads report them (a kernel update, Secure Boot,
     nouveau, a blacklist, a pending reboot); what they rule out is left out."""
-    prior = (
-        _module_missing(host, kernel),
-        _secure_boot(host),
-        _open_source(host),
-        _blacklisted(host),
-        _not_loaded_yet(host),
-    )
-    rank = {Likelihood.CONFIRMED: 0, Likelihood.POSSIBLE: 1}
-    kept = [c for c in prior if c.likelihood is not Likelihood.RULED_OUT]
-    return tuple(sorted(kept, key=lambda c: rank[c.likelihood]))
-
-
-def numbered(causes: tuple[Cause, ...]) -> str:
-    def said(cause: Cause) -> str:
-        shown = " (the facts show this)" if cause.likelihood is Likelihood.CONFIRMED else ""
-        return f"{cause.title}{shown}: {cause.check}."
-
-    return " ".join(f"{i}) {said(c)}" for i, c in enumerate(causes, 1))
+    return ranked(ctx, SYMPTOM)

@@ -276,7 +276,7 @@ def secure_boot_blocks_nvidia_module(ctx: RuleContext) -> Iterator[Hit]:
                 link=how.link,
             )
         )
-    fixes.append(Fix(summary="Or turn Secure Boot off in the firmware (UEFI) settings, then boot again"))
+    fixes.append(Fix(summary="Turn Secure Boot off in the firmware (UEFI) settings, then boot again"))
     yield Hit(
         title="Secure Boot keeps the nvidia kernel module from loading",
         detail=f"Secure Boot is on, and the nvidia module built for kernel {kernel} ({host.module_file}) "

@@ -7,6 +7,7 @@ from envdoctor.rules.torch import (
     build,
     companions,
     compile,
+    cuda_unavailable,
     dependents,
     environment,
     extensions,
@@ -20,6 +21,15 @@ from envdoctor.rules.torch import (
 )
 
 RULES: tuple[Rule, ...] = rules_in(
-    install, environment, interpreter, build, companions, gpu, numpy_bridge, retired_gpu, compile
+    install,
+    environment,
+    interpreter,
+    build,
+    cuda_unavailable,
+    companions,
+    gpu,
+    numpy_bridge,
+    retired_gpu,
+    compile,
 )
 RULES += rules_in(extensions, import_errors, two_torches, dependents)

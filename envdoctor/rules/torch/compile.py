@@ -202,7 +202,7 @@ def triton_cannot_find_libcuda(ctx: RuleContext) -> Iterator[Hit]:
         for path in seen[:1]:
             fixes.append(
                 Fix(
-                    summary="Or tell Triton where libcuda.so.1 is",
+                    summary="Tell Triton where libcuda.so.1 is",
                     commands=(set_command("linux", shell, "TRITON_LIBCUDA_PATH", posixpath.dirname(path)),),
                 )
             )
@@ -233,7 +233,7 @@ def triton_cannot_find_libcuda(ctx: RuleContext) -> Iterator[Hit]:
                 commands=(f"sudo ln -s {target} {link}", "sudo ldconfig"),
             ),
             Fix(
-                summary="Or, without root, give the linker a folder with that link (for this shell; add "
+                summary="Without root, give the linker a folder with that link (for this shell; add "
                 "it to its startup file to keep it)",
                 commands=(
                     "mkdir -p ~/.local/lib/libcuda-link",

@@ -886,7 +886,7 @@ def ptx_needs_newer_driver(ctx: RuleContext) -> Iterator[Hit]:
         same = torch.public_version  # a released build: its natively-run variant (not a source build's)
         native = planned_fix(
             ctx,
-            "Or install the build whose CUDA the driver runs natively",
+            "Install the build whose CUDA the driver runs natively",
             want_cuda=True,
             torch=same,
             native_only=True,

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 
+from envdoctor.knowledge.symptoms import SymptomCause, symptom
 from envdoctor.model.ending import EndingKind
-from envdoctor.model.findings import Fix, Severity
+from envdoctor.model.findings import Fix, FixKind, Severity
 from envdoctor.probes.torch_build import TorchFacts
+from envdoctor.rules import symptoms
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.fixes import planned_fix
+from envdoctor.rules.symptoms import POSSIBLE, RULED_OUT, Likelihood, Reader, Reading, reads
 from envdoctor.rules.torch import import_errors
 from envdoctor.shell import quote
 
@@ -21,6 +22,7 @@ from envdoctor.shell import quote
     severity=Severity.ERROR,
     summary="torch is not installed in the examined environment",
     needs=(TorchFacts,),
+    consequence_of=("ED020", "ED021", "ED022"),  # no torch wheel for this Python: why none is there
     doc=RuleDoc(
         what="Whether the examined interpreter can find the torch package at all.",
         why="Nothing else can work without it; often the package went into another "
@@ -37,12 +39,21 @@ def torch_not_installed(ctx: RuleContext) -> Iterator[Hit]:
     fix = planned_fix(ctx, "Install torch for this machine")
     if fix is None:  # no CUDA build fits (a GPU too old for every one, a driver too old): the CPU build
         fix = planned_fix(ctx, "Install torch's CPU build (no CUDA build fits this machine)", want_cuda=False)
+    # envdoctor's own isolated environment is never where torch belongs: the causes of a torch
+    # missing from the user's interpreter (and their pip commands) do not apply to it.
+    causes = () if ctx.interpreter.own_isolated else symptoms.ranked(ctx, "ED001", values=_values(ctx))
+    usual = " If torch was installed and the error persists, the usual reasons: " if causes else ""
     yield Hit(
         title=f"torch is not installed in {ctx.interpreter.path}",
-        detail=_not_importable(ctx.interpreter.reason),
-        evidence=("torch.installed = false",),
-        fixes=(fix,) if fix else (),
+        detail=_not_importable(ctx.interpreter.reason) + usual + symptoms.listed(causes),
+        evidence=("torch.installed = false", *symptoms.evidence(causes)),
+        fixes=((fix,) if fix else ()) + symptoms.cause_fixes(causes),
     )
+
+
+def _values(ctx: RuleContext) -> dict[str, str]:
+    """The data's placeholders for this machine: the examined interpreter, quoted for its shell."""
+    return {"python": quote(ctx.interpreter.path, ctx.platform.os)}
 
 
 def _not_importable(reason: str) -> str:
@@ -61,76 +72,64 @@ def _not_importable(reason: str) -> str:
     return f"{text} It was chosen because {rest}."
 
 
-@dataclass(frozen=True)
-class KnownCause:
-    """A known import failure: what the message looks like, what it means, what to do."""
-
-    pattern: str
-    cause: str
-    fix: str
-    commands: tuple[str, ...] = ()  # "{python}" stands for the examined interpreter
-    link: str | None = None
+SYMPTOM_IMPORT = "ED002"
 
 
-# Ordered from most to least specific; the first match explains the failure.
-IMPORT_CAUSES: tuple[KnownCause, ...] = (
-    KnownCause(
-        r"undefined symbol|version `?\S+'? not defined in file",
-        "A CUDA library from outside torch (a system CUDA toolkit or cuDNN on LD_LIBRARY_PATH) is "
-        "loaded instead of the one torch bundles, and lacks a symbol torch needs.",
-        "Start a shell without the foreign CUDA libraries on the loader path, then try again; "
-        "if that works, remove those entries from LD_LIBRARY_PATH for good.",
-        ("env -u LD_LIBRARY_PATH {python} -c 'import torch; print(torch.__version__)'",),
-        "https://github.com/pytorch/pytorch/issues/111469",
-    ),
-    KnownCause(
-        r"WinError 1455",
-        "Windows could not commit the memory torch's CUDA DLLs need: the paging file is too small "
-        "(each DataLoader worker process loads them again).",
-        "Let Windows manage the page file size (or set a larger one), keep free space on its drive, "
-        "restart; use fewer DataLoader workers.",
-        ("SystemPropertiesPerformance.exe",),
-        "https://github.com/pytorch/pytorch/issues/59904",
-    ),
-    KnownCause(
-        r"WinError 1114|WinError 126|WinError 127|c10\.dll|Error loading .*\.dll",
-        "Windows could not load one of torch's DLLs: most often an old or missing Microsoft "
-        "Visual C++ 2015-2022 redistributable, else another program's DLL earlier on PATH.",
-        "Install the latest VC++ 2015-2022 x64 redistributable, then open a new terminal.",
-        ("winget install --id Microsoft.VCRedist.2015+.x64",),
-        "https://aka.ms/vc14/vc_redist.x64.exe",
-    ),
-    KnownCause(
-        r"lib(cudart|cublas|cudnn|nccl|nvJitLink|cusparse|cufft)\S*: cannot open shared object",
-        "A CUDA library torch needs is missing: the nvidia-* wheels torch depends on are absent or "
-        "broken (often after an interrupted or --no-deps install).",
-        "Reinstall torch with its dependencies.",
-    ),
-    KnownCause(
-        r"GLIBC_\d",
-        "This torch wheel needs a newer C library (glibc) than the system has.",
-        "Use an older torch release that supports this distribution, or a newer distribution.",
-    ),
-    KnownCause(
-        r"compiled using NumPy 1\.x cannot be run in|numpy\.core\.multiarray failed to import",
-        "torch (or an extension) was built against NumPy 1.x while NumPy 2 is installed.",
-        "Install a NumPy the build supports, or upgrade torch.",
-        ('{python} -m pip install "numpy<2"',),
-    ),
-    KnownCause(
-        r"No module named 'torch\._C'|torch\._C|name '_C' is not defined|No module named _C",
-        "torch's compiled core is missing: a broken install, or Python is running from inside "
-        "the torch source tree.",
-        "Run from another folder; if it persists, reinstall torch.",
-    ),
-)
+def explain_import_error(message: str) -> SymptomCause | None:
+    """The first cause (in the data's order, most specific first) whose words the message carries."""
+    found = symptom(SYMPTOM_IMPORT)
+    return next((c for c in found.causes if c.said_in(message)), None) if found is not None else None
 
 
-def explain_import_error(message: str) -> KnownCause | None:
-    for cause in IMPORT_CAUSES:
-        if re.search(cause.pattern, message):
-            return cause
-    return None
+def _import_message(ctx: RuleContext) -> str:
+    torch = ctx.get(TorchFacts)
+    error = torch.import_error if torch is not None else None
+    return f"{error.type}: {error.message}" if error is not None else ""
+
+
+def _worded(key: str) -> Reader:
+    """A cause named by the words of the import error: confirmed when they are there; ruled out
+    when another cause's words are (the first one explains it) or the folder is the cause."""
+
+    def read(ctx: RuleContext) -> Reading:
+        torch = ctx.get(TorchFacts)
+        if torch is not None and _outside_site_packages(torch) is not None:
+            return RULED_OUT
+        first = explain_import_error(_import_message(ctx))
+        if first is None:
+            return POSSIBLE
+        if first.key != key:
+            return RULED_OUT
+        fix = planned_fix(ctx, first.fix.summary) if first.fix.planned == "reinstall" else None
+        return Reading(Likelihood.CONFIRMED, fix=fix)
+
+    return read
+
+
+def _register_worded() -> None:
+    found = symptom(SYMPTOM_IMPORT)
+    for cause in found.causes if found is not None else ():
+        if cause.pattern is not None:
+            reads(SYMPTOM_IMPORT, cause.key)(_worded(cause.key))
+
+
+_register_worded()
+
+
+@reads(SYMPTOM_IMPORT, "shadowing-folder")
+def _shadowing_folder(ctx: RuleContext) -> Reading:
+    torch = ctx.get(TorchFacts)
+    outside = _outside_site_packages(torch) if torch is not None else None
+    if outside is not None:
+        return Reading(
+            Likelihood.CONFIRMED,
+            title=f"torch is imported from {outside}, a folder that is no installed package (a source "
+            "checkout of torch, or a folder named torch in the working directory), which shadows the "
+            "installed torch",
+        )
+    if torch is not None and torch.location:
+        return RULED_OUT  # imported from an installed package
+    return POSSIBLE
 
 
 @rule(
@@ -142,6 +141,7 @@ def explain_import_error(message: str) -> KnownCause | None:
     consequence_of=(
         *("ED604", "ED601", "ED602", "ED603", "ED609", "ED610", "ED611", "ED408", "ED210"),
         *("ED217", "ED218", "ED220", "ED221", "ED222", "ED223", "ED224", "ED225"),
+        "ED137",  # a wheel of another JetPack
     ),
     doc=RuleDoc(
         what="Whether `import torch` succeeds in the examined interpreter; known messages "
@@ -161,35 +161,22 @@ def torch_import_fails(ctx: RuleContext) -> Iterator[Hit]:
     if error is None:
         return
     first_line = error.message.strip().splitlines()[0] if error.message.strip() else ""
-    cause = explain_import_error(error.message)
-    fixes: list[Fix] = []
-    outside = _outside_site_packages(torch)
-    if outside is not None:
-        cause = None  # the folder is the cause: the generic reading of the message adds nothing
-        fixes.append(
-            Fix(
-                summary=f"Start Python from another folder: torch is imported from {outside}, a folder that "
-                "is no installed package (a source checkout of torch, or a folder named torch in the "
-                "working directory), which shadows the installed torch",
-                commands=("cd ~",) if ctx.platform.os != "windows" else ("cd $HOME",),
-            )
-        )
-    if cause is not None and outside is None:
-        python = quote(ctx.interpreter.path, ctx.platform.os)
-        commands = tuple(c.replace("{python}", python) for c in cause.commands)
-        fixes.append(Fix(summary=cause.fix, commands=commands, link=cause.link))
-    reinstall = planned_fix(ctx, "Reinstall a matching torch")
-    if reinstall is not None:
-        fixes.append(reinstall)
+    causes = symptoms.ranked(ctx, SYMPTOM_IMPORT, values=_values(ctx))
+    fixes = list(symptoms.cause_fixes(causes))
+    if not any(f.kind == FixKind.INSTALL for f in fixes):
+        reinstall = planned_fix(ctx, "Reinstall a matching torch")
+        if reinstall is not None:
+            fixes.append(reinstall)
     detail = f"{error.type}: {first_line}"
-    if outside is not None:
-        detail += f"\nLikely cause: torch is imported from {outside}, not from an installed package."
-    elif cause is not None:
-        detail += f"\nLikely cause: {cause.cause}"
+    confirmed = [c for c in causes if c.likelihood is Likelihood.CONFIRMED]
+    if confirmed:
+        detail += f"\nLikely cause: {confirmed[0].title}."
+    else:
+        detail += "\nThe message names none of the known causes; the usual ones: " + symptoms.listed(causes)
     yield Hit(
         title="import torch fails",
         detail=detail,
-        evidence=(f"torch.import_error.type = {error.type}",),
+        evidence=(f"torch.import_error.type = {error.type}", *symptoms.evidence(causes)),
         fixes=tuple(fixes),
     )
 
@@ -208,12 +195,38 @@ def _outside_site_packages(torch: TorchFacts) -> str | None:
 
 # Why each ending happens, in the user's terms.
 _CRASH_CAUSE = {
-    EndingKind.TIMEOUT: "A hang while importing torch or initialising CUDA: a stuck driver, a GPU held by "
-    "another process, or a network file system.",
+    EndingKind.TIMEOUT: "A hang while importing torch or initialising CUDA.",
     EndingKind.SIGNAL: "A native crash while loading torch or its CUDA libraries.",
     EndingKind.NOT_STARTED: "The interpreter disappeared or cannot be executed.",
     EndingKind.EXITED: "The interpreter exited before reporting.",
 }
+SYMPTOM_CRASH = "ED003"
+
+
+def _by_ending(key: str) -> Reader:
+    """A crash cause is possible where it explains this ending (a signal, a timeout, ...)."""
+
+    def read(ctx: RuleContext) -> Reading:
+        torch = ctx.get(TorchFacts)
+        end = torch.crash if torch is not None else None
+        found = symptom(SYMPTOM_CRASH)
+        cause = found.cause(key) if found is not None else None
+        if end is None or cause is None or str(end.ending.kind) not in cause.endings:
+            return RULED_OUT
+        if key == "illegal-instruction" and end.exit_signal is not None:
+            return Reading(Likelihood.CONFIRMED) if end.exit_signal == SIGILL else RULED_OUT
+        return POSSIBLE
+
+    return read
+
+
+def _register_endings() -> None:
+    found = symptom(SYMPTOM_CRASH)
+    for cause in found.causes if found is not None else ():
+        reads(SYMPTOM_CRASH, cause.key)(_by_ending(cause.key))
+
+
+_register_endings()
 
 
 @rule(
@@ -222,6 +235,7 @@ _CRASH_CAUSE = {
     severity=Severity.ERROR,
     summary="importing torch crashed, hung or exited without a report",
     needs=(TorchFacts,),
+    consequence_of=("ED137",),  # a wheel of another JetPack
     doc=RuleDoc(
         what="Whether the child process that imports torch finished its report; a segfault, "
         "a hang past the timeout, or an early exit is reported with the stage it reached.",
@@ -262,11 +276,17 @@ def torch_check_crashed(ctx: RuleContext) -> Iterator[Hit]:
             ),
         )
         return
+    causes = symptoms.ranked(ctx, SYMPTOM_CRASH, values=_values(ctx))
+    if causes:
+        detail += "\nThe usual causes: " + symptoms.listed(causes)
     yield Hit(
         title=f"the torch check {ending.describe(end.last_stage)}",
         detail=detail,
-        evidence=("torch.crash",),
-        fixes=(Fix(summary="Reproduce by hand to see the full error", commands=(command,)),),
+        evidence=("torch.crash", *symptoms.evidence(causes)),
+        fixes=(
+            Fix(summary="Reproduce by hand to see the full error", commands=(command,)),
+            *symptoms.cause_fixes(causes),
+        ),
     )
 
 

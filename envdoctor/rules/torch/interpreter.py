@@ -233,9 +233,7 @@ def _pinned_release(ctx: RuleContext, python: PythonFacts, platform: str, pinned
     if span.first is not None:
         detail += f" The first release with wheels for Python {python.minor} is {span.first}."
     fixes = [_new_environment_fix(ctx, supported[-1], f"Install Python {supported[-1]}")]
-    keep = planned_fix(
-        ctx, f"Or keep Python {python.minor} and install a torch release that has wheels for it"
-    )
+    keep = planned_fix(ctx, f"Keep Python {python.minor} and install a torch release that has wheels for it")
     if keep is not None and span.first is not None:
         fixes.append(keep)
     yield Hit(
@@ -323,7 +321,7 @@ def free_threaded_python(ctx: RuleContext) -> Iterator[Hit]:
             _new_environment_fix(
                 ctx,
                 python.minor,
-                f"Or keep {python.minor}t in an environment of its own (torch {first} or newer has "
+                f"Keep {python.minor}t in an environment of its own (torch {first} or newer has "
                 "experimental builds for it)",
                 free_threaded=True,
             )
