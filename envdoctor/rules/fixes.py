@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+from envdoctor.install import packages, sources
 from envdoctor.install import plan as install
-from envdoctor.install import sources
 from envdoctor.install.commands import CommandKind, command_text
 from envdoctor.knowledge.linux_drivers import driver_install
 from envdoctor.model.findings import Fix, FixKind
@@ -67,6 +69,55 @@ def planned_fix(ctx: RuleContext, summary: str, **wanted: object) -> Fix | None:
     if ctx.interpreter.own_isolated:
         return project_environment_fix(ctx)
     return plan_fix(ctx, install.plan(install_target(ctx, **wanted)), summary)  # type: ignore[arg-type]
+
+
+def package_fix(
+    ctx: RuleContext, summary: str, request: packages.PackageRequest, link: str | None = None
+) -> Fix:
+    """A fix that installs packages other than a torch build, as the planner routes it on this
+    machine's sources; where no command can work here, the fix says why instead of giving one."""
+    if ctx.interpreter.own_isolated:
+        return project_environment_fix(ctx)
+    found = packages.plan_packages(install_target(ctx), request)
+    if not found.possible:
+        return Fix(summary=f"{summary}; no command for it works here: {found.reason}", link=link)
+    return Fix(
+        summary=summary,
+        commands=tuple(command_text(c, ctx.platform.os) for c in found.commands),
+        link=link,
+        kind=FixKind.INSTALL,
+    )
+
+
+def with_uninstall(uninstall: str, install: Fix) -> Fix:
+    """`install` preceded by the uninstall it repairs; where the planner has no install command
+    here, no uninstall either (it would leave the environment worse than it found it)."""
+    if not install.commands:
+        return install
+    return dataclasses.replace(install, commands=(uninstall, *install.commands))
+
+
+def elsewhere_package_fix(summary: str, request: packages.PackageRequest, os_name: str = "linux") -> Fix:
+    """Packages for another machine's environment (a fleet's node): its official sources, run with
+    the `python` of that environment."""
+    found = packages.plan_packages(
+        install.InstallTarget(os=os_name, python_launcher=("python", "-m", "pip")), request
+    )
+    return Fix(
+        summary=summary,
+        commands=tuple(command_text(c, os_name) for c in found.commands),
+        kind=FixKind.INSTALL,
+    )
+
+
+def conda_fix(ctx: RuleContext, summary: str, request: packages.CondaRequest, link: str | None = None) -> Fix:
+    """A fix that installs conda packages into the examined conda environment, as the planner says."""
+    found = packages.plan_conda(install_sources(ctx), request)
+    return Fix(
+        summary=summary if found.possible else f"{summary}; no command for it works here: {found.reason}",
+        commands=tuple(command_text(c, ctx.platform.os) for c in found.commands),
+        link=link,
+    )
 
 
 def project_environment_fix(ctx: RuleContext) -> Fix:

@@ -6,8 +6,10 @@ from collections.abc import Iterator
 
 from envdoctor.fleet.facts import FleetFacts
 from envdoctor.fleet.words import count, names
-from envdoctor.model.findings import Fix, Severity
+from envdoctor.install.packages import PackageRequest
+from envdoctor.model.findings import Severity
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
+from envdoctor.rules.fixes import elsewhere_package_fix
 
 
 @rule(
@@ -41,9 +43,8 @@ def numpy_missing(ctx: RuleContext) -> Iterator[Hit]:
         "tensors and NumPy arrays will fail on these ranks.",
         evidence=tuple(f"rank {i.rank} ({i.node}): {i.numpy_error}" for i in infos[:8]),
         fixes=(
-            Fix(
-                summary="Install NumPy into the job's environment on those nodes",
-                commands=("python -m pip install numpy",),
+            elsewhere_package_fix(
+                "Install NumPy into the job's environment on those nodes", PackageRequest(("numpy",))
             ),
         ),
     )

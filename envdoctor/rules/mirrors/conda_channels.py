@@ -5,20 +5,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from packaging.version import Version
 
 from envdoctor.install import plan as install
+from envdoctor.install.packages import CondaRequest
 from envdoctor.knowledge import mirrors, parse_version
 from envdoctor.knowledge.signatures import ErrorEvidence
 from envdoctor.model.findings import Fix, Severity
 from envdoctor.model.sources import MirrorFacts, is_variable
 from envdoctor.probes.mirrors import origin_text
+from envdoctor.probes.python_env import PythonFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.env_edits import unset_command
-from envdoctor.rules.fixes import GET_STARTED, install_target, plan_commands
+from envdoctor.rules.fixes import GET_STARTED, conda_fix, install_target, plan_commands
 from envdoctor.rules.mirrors import pasted
 from envdoctor.rules.mirrors.config_edits import CONDA_CONFIG_DOCS, origin_line
 from envdoctor.rules.mirrors.urls import channel_name
@@ -124,13 +126,13 @@ def conda_pytorch_channel_frozen(ctx: RuleContext) -> Iterator[Hit]:
                 link=GET_STARTED,
             )
         )
-    fixes.append(
-        Fix(
-            summary=f"{remove_text}; then use conda-forge's build",
-            commands=(*remove_commands, "conda install -c conda-forge pytorch"),
-            link=CONDA_CHANNEL_END,
-        )
+    # conda-forge's pytorch picks its CUDA build from the driver (the __cuda virtual package).
+    python = ctx.get(PythonFacts)
+    prefix = python.prefix if python is not None and python.is_conda else None
+    forge = conda_fix(
+        ctx, f"{remove_text}; then use conda-forge's build", CondaRequest(("pytorch",), prefix, "conda-forge")
     )
+    fixes.append(replace(forge, commands=(*remove_commands, *forge.commands), link=CONDA_CHANNEL_END))
     yield Hit(
         title=f"conda is set to use the {names} channel{'s' if len(frozen) > 1 else ''}, which stopped at "
         f"torch {last}",

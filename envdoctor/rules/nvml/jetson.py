@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from envdoctor.install.commands import Command, IndexChoice, command_text, pip_command
+from envdoctor.install.commands import Command, command_text
+from envdoctor.install.packages import PackageRequest, plan_packages
 from envdoctor.knowledge import jetson
 from envdoctor.knowledge.jetson import JetsonWheel
 from envdoctor.model.findings import Fix, Severity
@@ -18,6 +19,7 @@ from envdoctor.probes.nvml import DriverHostFacts, NvmlFacts
 from envdoctor.probes.python_env import PythonFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
+from envdoctor.rules.fixes import install_target
 
 # NVIDIA's page on PyTorch for Jetson; its forum thread, which lists every wheel, is jetson.json's source.
 PYTORCH_FOR_JETSON = (
@@ -63,7 +65,9 @@ def jetpack_fix(ctx: RuleContext, host: DriverHostFacts) -> Fix:
     # Not an install: the torch that cannot use the GPU goes first, so pip does not keep a CPU build
     # of the same version number.
     uninstall = Command((*_launcher(ctx), "uninstall", "-y", "torch", "torchvision", "torchaudio"), "pip")
-    commands = [command_text(uninstall, ctx.platform.os), *_install_commands(ctx, wheel)]
+    installs, unreachable = _install_commands(ctx, wheel)
+    # No uninstall without the install that replaces it.
+    commands = [command_text(uninstall, ctx.platform.os), *installs] if installs else []
     python = ctx.get(PythonFacts)
     note = ""
     if python is not None and python.minor != wheel.python:
@@ -78,25 +82,31 @@ def jetpack_fix(ctx: RuleContext, host: DriverHostFacts) -> Fix:
     else:
         summary += "; torchvision must come from the same place or be built against it"
     summary += "." + note
+    if unreachable is not None:
+        summary += f" No command for it works here: {unreachable}."
     if not wheel.provenance.verified:
         summary += " envdoctor could not confirm this address from NVIDIA's own pages: check it there first."
     return Fix(summary=summary, commands=tuple(commands), link=PYTORCH_FOR_JETSON)
 
 
-def _install_commands(ctx: RuleContext, wheel: JetsonWheel) -> list[str]:
-    launcher = _launcher(ctx)
+def _install_commands(ctx: RuleContext, wheel: JetsonWheel) -> tuple[list[str], str | None]:
+    """NVIDIA's wheel (or its index) for this JetPack, as the planner routes it here; no commands,
+    and why, where nothing reachable holds it."""
+    target = install_target(ctx)
     os_name = ctx.platform.os
     if wheel.is_index:
-        index = IndexChoice(wheel.url, "--index-url")
-        return [command_text(pip_command(launcher, ["torch", "torchvision"], index), os_name)]
-    if wheel.file and not wheel.url.endswith(wheel.file):
+        found = plan_packages(target, PackageRequest(("torch", "torchvision"), index=wheel.url))
+    elif wheel.file and not wheel.url.endswith(wheel.file):
         # The download's name is not the wheel's: pip needs the wheel's file name.
+        fetched = plan_packages(target, PackageRequest((wheel.url,)))
+        if not fetched.possible:
+            return [], fetched.reason
         download = Command(("wget", wheel.url, "-O", wheel.file), "pip")
-        return [
-            command_text(download, os_name),
-            command_text(pip_command(launcher, [wheel.file], IndexChoice(None, "")), os_name),
-        ]
-    return [command_text(pip_command(launcher, [wheel.url], IndexChoice(None, "")), os_name)]
+        found = plan_packages(target, PackageRequest((wheel.file,)))
+        return [command_text(download, os_name), *(command_text(c, os_name) for c in found.commands)], None
+    else:
+        found = plan_packages(target, PackageRequest((wheel.url,)))
+    return [command_text(c, os_name) for c in found.commands], found.reason
 
 
 @rule(

@@ -7,16 +7,16 @@ import ntpath
 import posixpath
 from dataclasses import dataclass
 
+from envdoctor.install.packages import PackageRequest
 from envdoctor.knowledge.archs import Capability, dotted
-from envdoctor.model.findings import Fix, FixKind
+from envdoctor.model.findings import Fix
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.toolkit import Toolkit, ToolkitFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import RuleContext
 from envdoctor.rules.env_edits import prepend_command, set_variable_fixes
-from envdoctor.rules.fixes import install_target
+from envdoctor.rules.fixes import package_fix
 from envdoctor.rules.toolkit.toolkits import complete_toolkits, major_minor, path_name
-from envdoctor.shell import join
 
 
 @dataclass(frozen=True)
@@ -114,10 +114,8 @@ def arch_text(capability: Capability) -> str:
 
 
 def pip_install_fix(ctx: RuleContext, summary: str, *arguments: str) -> Fix:
-    """`python -m pip install ...` with the examined interpreter, as the planner launches pip here."""
-    launcher = install_target(ctx).python_launcher
-    return Fix(
-        summary=summary,
-        commands=(join([*launcher, "install", *arguments], ctx.platform.os),),
-        kind=FixKind.INSTALL,
-    )
+    """Packages (and pip options, the words that start with "-") for the examined interpreter, as
+    the planner routes them on this machine's sources."""
+    options = tuple(a for a in arguments if a.startswith("-"))
+    requirements = tuple(a for a in arguments if not a.startswith("-"))
+    return package_fix(ctx, summary, PackageRequest(requirements, options=options))

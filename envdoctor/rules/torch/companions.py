@@ -26,8 +26,9 @@ from packaging.version import InvalidVersion, Version
 from envdoctor import knowledge
 from envdoctor.install import plan as install
 from envdoctor.install.commands import choose_index
+from envdoctor.install.packages import PackageRequest
 from envdoctor.knowledge import Release
-from envdoctor.model.findings import Fix, FixKind, Severity
+from envdoctor.model.findings import Fix, Severity
 from envdoctor.probes.python_env import PythonFacts
 from envdoctor.probes.torch_build import (
     CompanionLoad,
@@ -36,8 +37,7 @@ from envdoctor.probes.torch_build import (
     TorchFacts,
 )
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
-from envdoctor.rules.fixes import GET_STARTED, install_target
-from envdoctor.shell import join
+from envdoctor.rules.fixes import GET_STARTED, install_target, package_fix
 from envdoctor.util.pep503 import normalize_name
 
 COMPANIONS = ("torchvision", "torchaudio")
@@ -282,22 +282,25 @@ def pair_fix(
         pins.append(exact_pin(name, version, variant if index.url else None))
     if hold is not None:
         pins[0] = hold
-    argv = [*target.python_launcher, "install", *pins]
+    options: tuple[str, ...] = ()
     if reinstall:
         # The installed files satisfy the pins yet do not load: replace them, and only them.
-        argv = [*target.python_launcher, "install", "--force-reinstall", "--no-deps", *pins[1:]]
-    if index.url:
-        argv += [index.option, index.url]
+        pins, options = pins[1:], ("--force-reinstall", "--no-deps")
+    if index.flat:
+        request = PackageRequest(tuple(pins), find_links=index.url, options=options)
+    else:
+        extra = index.option == "--extra-index-url"
+        request = PackageRequest(tuple(pins), index=index.url, options=options, replace_index=not extra)
     where = f"from {index.url}" if index.url else f"from PyPI, whose default build here is {variant}"
     notes = ""
     if variant.startswith("cu") and target.driver_version is None:
         notes = "; a CUDA build: without a usable NVIDIA driver it computes on the CPU only"
-    return Fix(
-        summary=f"{summary}, {where}; exact pins keep pip from taking another variant from another "
-        f"configured source{notes}",
-        commands=(join(argv, target.os),),
+    return package_fix(
+        ctx,
+        f"{summary}, {where}; exact pins keep pip from taking another variant from another configured "
+        f"source{notes}",
+        request,
         link=GET_STARTED,
-        kind=FixKind.INSTALL,
     )
 
 

@@ -11,10 +11,11 @@ from collections.abc import Iterator
 
 from envdoctor import knowledge
 from envdoctor.install import plan as install
-from envdoctor.model.findings import Fix, FixKind, Severity
+from envdoctor.install.packages import PackageRequest
+from envdoctor.model.findings import Fix, Severity
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
-from envdoctor.rules.fixes import install_target
+from envdoctor.rules.fixes import install_target, package_fix
 from envdoctor.rules.torch.companions import (
     UnmetRequirement,
     downgrade_words,
@@ -26,7 +27,6 @@ from envdoctor.rules.torch.companions import (
     unmet_requirements,
 )
 from envdoctor.rules.torch.extensions import mismatches
-from envdoctor.shell import join
 from envdoctor.util.pep503 import normalize_name
 
 
@@ -56,26 +56,20 @@ def _torch_for(ctx: RuleContext, torch: TorchFacts, unmet: UnmetRequirement) -> 
 
 
 def _dependent_fixes(ctx: RuleContext, torch: TorchFacts, unmet: UnmetRequirement) -> tuple[Fix, ...]:
-    launcher = (ctx.interpreter.path, "-m", "pip")
-    os_name = ctx.platform.os
     dependent, installed = unmet.dependent, unmet.installed
     if normalize_name(dependent.name) == "torch":
         # torch's own requirement (triton): install what torch was built with.
-        return (
-            Fix(
-                summary=f"Install the {installed.name} torch {dependent.version} was built with",
-                commands=(join([*launcher, "install", unmet.wanted], os_name),),
-                kind=FixKind.INSTALL,
-            ),
-        )
+        summary = f"Install the {installed.name} torch {dependent.version} was built with"
+        return (package_fix(ctx, summary, PackageRequest((unmet.wanted,))),)
     hold = installed_pin(installed.name, installed.version)
+    keep = PackageRequest((dependent.name,), hold=(hold,), options=("--upgrade",))
     fixes = [
-        Fix(
-            summary=f"Install the {dependent.name} build made for {installed.name} {installed.version} "
+        package_fix(
+            ctx,
+            f"Install the {dependent.name} build made for {installed.name} {installed.version} "
             f"(pip looks for a release of {dependent.name} that accepts it, keeping {installed.name} "
             "as it is)",
-            commands=(join([*launcher, "install", "--upgrade", dependent.name, hold], os_name),),
-            kind=FixKind.INSTALL,
+            keep,
         )
     ]
     if normalize_name(installed.name) == "torch":
@@ -83,13 +77,8 @@ def _dependent_fixes(ctx: RuleContext, torch: TorchFacts, unmet: UnmetRequiremen
         if other is not None:
             fixes.append(other)
     else:
-        fixes.append(
-            Fix(
-                summary=f"Install the {installed.name} {dependent.name} was built for",
-                commands=(join([*launcher, "install", unmet.wanted], os_name),),
-                kind=FixKind.INSTALL,
-            )
-        )
+        summary = f"Install the {installed.name} {dependent.name} was built for"
+        fixes.append(package_fix(ctx, summary, PackageRequest((unmet.wanted,))))
     return tuple(fixes)
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
+from envdoctor.install.packages import PackageRequest
 from envdoctor.knowledge import torch_extensions as table
 from envdoctor.model.findings import Fix, FixKind, Severity
 from envdoctor.probes.torch_build import (
@@ -32,6 +33,7 @@ from envdoctor.probes.torch_build import (
     TorchFacts,
 )
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
+from envdoctor.rules.fixes import package_fix
 from envdoctor.rules.torch import companions
 from envdoctor.shell import join, quote
 from envdoctor.util.pep503 import normalize_name
@@ -230,49 +232,40 @@ def extension_fix(ctx: RuleContext, torch: TorchFacts, ext: TorchExtension) -> F
     hold = companions.installed_pin("torch", torch.dist_version or built.version)
     variant = built.variant
     major, minor = [*_release(built.public), 0, 0][:2]
-    argv: list[str] | None = None
+    request: PackageRequest | None = None
     words = ""
     paired = table.release_for(ext.name, built.public) if row is not None and row.pairs else None
     if paired is not None:
-        index = ["--index-url", row.index.format(variant=variant)] if row and row.index and variant else []
-        argv = [*_pip(ctx), "install", f"{ext.name}=={paired}", hold, *index]
+        index = row.index.format(variant=variant) if row and row.index and variant else None
+        request = PackageRequest((f"{ext.name}=={paired}",), index=index, hold=(hold,))
         words = f"{ext.name} {paired} is the release built against torch {built.public}"
     elif row is not None and how == "find_links" and row.find_links and variant:
         url = row.find_links.format(
             torch=f"{major}.{minor}.0", torch_minor=f"{major}.{minor}", variant=variant
         )
-        argv = [*_pip(ctx), "install", "--force-reinstall", "--no-deps", "--no-index", ext.name, "-f", url]
+        options = ("--force-reinstall", "--no-deps", "--no-index")
+        request = PackageRequest((ext.name,), find_links=url, options=options)
         words = f"from {url}, the page of builds for torch {major}.{minor} ({variant})"
     elif row is not None and how == "index" and row.index and variant:
         url = row.index.format(variant=variant)
-        argv = [*_pip(ctx), "install", "--upgrade", ext.name, hold, "--index-url", url]
+        request = PackageRequest((ext.name,), index=url, hold=(hold,), options=("--upgrade",))
         words = f"from {url}; pip picks the release that accepts the installed torch, which stays as it is"
-    if argv is None and how in ("rebuild",):
+    if request is None and how in ("rebuild",):
         target = row.rebuild if row is not None and row.rebuild else ext.name
         if target == ext.name and ext.version:
             target = f"{ext.name}=={ext.version}"
-        options = list(row.build_options) if row is not None else []
-        argv = [
-            *_pip(ctx),
-            "install",
-            "--no-build-isolation",
-            "--no-deps",
-            "--force-reinstall",
-            "--no-cache-dir",
-            *options,
-            target,
-        ]
+        build: tuple[str, ...] = ("--no-build-isolation", "--no-deps", "--force-reinstall", "--no-cache-dir")
+        build += tuple(row.build_options) if row is not None else ()
+        request = PackageRequest((target,), options=build)
         words = (
             "built against the installed torch (--no-build-isolation: the build sees this torch, not a "
             "fresh one); a release with prebuilt wheels takes the one made for this torch"
         )
-    if argv is None:
-        argv = [*_pip(ctx), "install", "--upgrade", ext.name, hold]
+    if request is None:
+        request = PackageRequest((ext.name,), hold=(hold,), options=("--upgrade",))
         words = "pip looks for a release that accepts the installed torch, keeping torch as it is"
-    return Fix(
-        summary=f"Keep torch {built.version} and install the {ext.name} built for it: {words}",
-        commands=(join(argv, ctx.platform.os),),
-        kind=FixKind.INSTALL,
+    return package_fix(
+        ctx, f"Keep torch {built.version} and install the {ext.name} built for it: {words}", request
     )
 
 

@@ -4,24 +4,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from envdoctor import knowledge
 from envdoctor.install import plan as install
 from envdoctor.knowledge import gpu_compute
 from envdoctor.knowledge.archs import Capability, cubin_runs_on, cuda_number, dotted, first_cuda, sm
 from envdoctor.knowledge.drivers import DriverKind, driver_support, native_cuda
-from envdoctor.knowledge.mirrors import official_wheel_url
 from envdoctor.knowledge.signatures import ErrorEvidence
-from envdoctor.model.findings import Fix, FixKind, Severity
+from envdoctor.model.findings import Fix, Severity
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.toolkit import ToolkitFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.probes.torch_smoke import DeviceKind, SmokeDevice, SmokeStep, StepStatus
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.env_edits import set_command
-from envdoctor.rules.fixes import GET_STARTED, driver_fix, install_target, plan_fix, planned_fix
-from envdoctor.shell import join
+from envdoctor.rules.fixes import driver_fix, install_target, plan_fix, planned_fix
 
 # torch's own warnings name the GPU's capability; they are a source of it when nothing else is.
 _CUBIN_WARNING = re.compile(r"(?P<name>[^\n]+?) with CUDA capability sm_(?P<cc>\d+) is not compatible")
@@ -136,24 +134,14 @@ def _fallback_fix(ctx: RuleContext, capability: Capability) -> Fix | None:
         if not releases:
             continue
         release = releases[-1]
-        packages = [f"torch=={release.torch}"]
-        if release.torchvision:
-            packages.append(f"torchvision=={release.torchvision}")
-        target = install_target(ctx, want_cuda=True)
-        argv = [
-            *target.python_launcher,
-            "install",
-            *packages,
-            "--index-url",
-            official_wheel_url(build.variant),
-        ]
-        return Fix(
-            summary=f"Install torch {release.torch} ({build.variant}), which has kernels for "
-            f"{sm(capability)}",
-            commands=(join(argv, ctx.platform.os),),
-            link=GET_STARTED,
-            kind=FixKind.INSTALL,
+        target = replace(install_target(ctx, want_cuda=True, torch=release.torch), variant=build.variant)
+        fix = plan_fix(
+            ctx,
+            install.plan(target),
+            f"Install torch {release.torch} ({build.variant}), which has kernels for {sm(capability)}",
         )
+        if fix is not None:
+            return fix
     return None
 
 

@@ -14,14 +14,16 @@ from dataclasses import dataclass
 
 from packaging.requirements import InvalidRequirement, Requirement
 
+from envdoctor.install.packages import CondaRequest, PackageRequest
 from envdoctor.knowledge import torch_extensions as table
 from envdoctor.knowledge.signatures import PASTED, ErrorEvidence
-from envdoctor.model.findings import Fix, FixKind, Severity
+from envdoctor.model.findings import Fix, Severity
 from envdoctor.probes.python_env import PythonFacts
 from envdoctor.probes.toolkit import ToolkitFacts
 from envdoctor.probes.torch_build import Distribution, TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.env_edits import prepend_command, set_variable_fixes
+from envdoctor.rules.fixes import conda_fix, package_fix, with_uninstall
 from envdoctor.rules.torch import companions
 from envdoctor.shell import join, quote
 from envdoctor.util.pep503 import normalize_name
@@ -155,23 +157,17 @@ def mixed_nvidia_cuda_wheels(ctx: RuleContext) -> Iterator[Hit]:
         detail=detail,
         evidence=tuple(f"{w.dist.name} {w.dist.version}" for w in wheels)[:8],
         fixes=(
-            Fix(
-                summary=f"Uninstall the CUDA {other[0].major} wheels, then reinstall torch's CUDA {keep} "
-                "ones exactly as they are (the uninstall removed their shared files)",
-                commands=(
-                    join([*pip, "uninstall", "-y", *(w.dist.name for w in other)], ctx.platform.os),
-                    join(
-                        [
-                            *pip,
-                            "install",
-                            "--force-reinstall",
-                            "--no-deps",
-                            *(f"{w.dist.name}=={w.dist.version}" for w in kept),
-                        ],
-                        ctx.platform.os,
+            with_uninstall(
+                join([*pip, "uninstall", "-y", *(w.dist.name for w in other)], ctx.platform.os),
+                package_fix(
+                    ctx,
+                    f"Uninstall the CUDA {other[0].major} wheels, then reinstall torch's CUDA {keep} "
+                    "ones exactly as they are (the uninstall removed their shared files)",
+                    PackageRequest(
+                        tuple(f"{w.dist.name}=={w.dist.version}" for w in kept),
+                        options=("--force-reinstall", "--no-deps"),
                     ),
                 ),
-                kind=FixKind.INSTALL,
             ),
         ),
     )
@@ -241,10 +237,8 @@ def torch_nvidia_wheels_missing(ctx: RuleContext) -> Iterator[Hit]:
     if said:
         detail += f" Here: {_first_line(said, _MISSING_CUDA_LIBRARY)}."
     fixes = [
-        Fix(
-            summary="Install the wheels torch requires, as its metadata pins them",
-            commands=(join([ctx.interpreter.path, "-m", "pip", "install", *pins], ctx.platform.os),),
-            kind=FixKind.INSTALL,
+        package_fix(
+            ctx, "Install the wheels torch requires, as its metadata pins them", PackageRequest(tuple(pins))
         )
     ]
     if (torch.public_version or "") == "2.0.1":
@@ -307,11 +301,11 @@ def conda_mkl_breaks_torch(ctx: RuleContext) -> Iterator[Hit]:
             detail=detail,
             evidence=(f"conda: {package.name} {package.version} {package.build}".strip(),),
             fixes=(
-                Fix(
-                    summary=f"Pin {package.name} {broken.pin} in this environment (and as "
+                conda_fix(
+                    ctx,
+                    f"Pin {package.name} {broken.pin} in this environment (and as "
                     f"`- {package.name}={broken.pin}` in environment.yml)",
-                    commands=(f"conda install {package.name}=={broken.pin}",),
-                    kind=FixKind.MANUAL,
+                    CondaRequest((f"{package.name}=={broken.pin}",), _conda_prefix(ctx)),
                 ),
             ),
         )
@@ -420,9 +414,10 @@ def libstdcxx_too_old(ctx: RuleContext) -> Iterator[Hit]:
         fixes: list[Fix] = []
         if conda and not system:
             fixes.append(
-                Fix(
-                    summary=f"Update this conda environment's C++ runtime to one that has {symbol}",
-                    commands=("conda install -c conda-forge libstdcxx-ng libgcc-ng",),
+                conda_fix(
+                    ctx,
+                    f"Update this conda environment's C++ runtime to one that has {symbol}",
+                    CondaRequest(("libstdcxx-ng", "libgcc-ng"), _conda_prefix(ctx), channel="conda-forge"),
                 )
             )
             cause = (
@@ -466,3 +461,9 @@ def libstdcxx_too_old(ctx: RuleContext) -> Iterator[Hit]:
 
 def variable_fixes(ctx: RuleContext, variable: str, value: str, why: str) -> tuple[Fix, ...]:
     return set_variable_fixes(ctx.platform.os, shell_of(ctx), variable, value, why)
+
+
+def _conda_prefix(ctx: RuleContext) -> str | None:
+    """The examined conda environment's folder, for `conda install -p`; None: the active one."""
+    python = ctx.get(PythonFacts)
+    return python.prefix if python is not None and python.is_conda else None

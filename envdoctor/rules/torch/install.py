@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from envdoctor.install.packages import PackageRequest
 from envdoctor.knowledge.symptoms import SymptomCause, symptom
 from envdoctor.model.ending import EndingKind
 from envdoctor.model.findings import Fix, FixKind, Severity
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules import symptoms
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
-from envdoctor.rules.fixes import planned_fix
+from envdoctor.rules.fixes import package_fix, planned_fix
 from envdoctor.rules.symptoms import POSSIBLE, RULED_OUT, Likelihood, Reader, Reading, reads
 from envdoctor.rules.torch import import_errors
 from envdoctor.shell import quote
@@ -311,12 +312,11 @@ def _illegal_instruction(ctx: RuleContext, torch: TorchFacts, ended: str, comman
         )
         if numpy == "1.19.5":
             fixes.append(
-                Fix(
-                    summary="Install a NumPy whose OpenBLAS detects this CPU right (1.19.5 is the one "
-                    "known to crash on Jetson)",
-                    commands=(
-                        f'{quote(ctx.interpreter.path, ctx.platform.os)} -m pip install "numpy!=1.19.5"',
-                    ),
+                package_fix(
+                    ctx,
+                    "Install a NumPy whose OpenBLAS detects this CPU right (1.19.5 is the one known to "
+                    "crash on Jetson)",
+                    PackageRequest(("numpy!=1.19.5",)),
                 )
             )
     else:

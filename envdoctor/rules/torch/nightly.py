@@ -9,10 +9,12 @@ from collections.abc import Iterator
 
 from packaging.version import InvalidVersion, Version
 
+from envdoctor.install.packages import PackageRequest
 from envdoctor.knowledge.mirrors import OFFICIAL_WHEEL_BASE
 from envdoctor.model.findings import Fix
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext
+from envdoctor.rules.fixes import package_fix, with_uninstall
 from envdoctor.shell import quote
 
 COMPANIONS = ("torchvision", "torchaudio")
@@ -55,16 +57,15 @@ def reinstall_fix(ctx: RuleContext, torch: TorchFacts, torch_version: str) -> Fi
     names = ["torch", *(n for n in COMPANIONS if torch.companion(n) is not None)]
     python = quote(ctx.interpreter.path, ctx.platform.os)
     index = f"{OFFICIAL_WHEEL_BASE}/nightly/{variant}"
-    return Fix(
-        summary=f"Reinstall {', '.join(names)} together from the {variant} nightly index, so that all "
-        "come from one night (leave out a companion the index has no build of for that night; if PyTorch "
-        "no longer builds this variant, take the nightly command pytorch.org shows)",
-        commands=(
-            f"{python} -m pip uninstall -y {' '.join(names)}",
-            f"{python} -m pip install --pre {' '.join(names)} --index-url {index}",
-        ),
-        link=NIGHTLY_DOCS,
+    summary = (
+        f"Reinstall {', '.join(names)} together from the {variant} nightly index, so that all come from "
+        "one night (leave out a companion the index has no build of for that night; if PyTorch no longer "
+        "builds this variant, take the nightly command pytorch.org shows)"
     )
+    install = package_fix(
+        ctx, summary, PackageRequest(tuple(names), index=index, options=("--pre",)), NIGHTLY_DOCS
+    )
+    return with_uninstall(f"{python} -m pip uninstall -y {' '.join(names)}", install)
 
 
 def mismatches(ctx: RuleContext, torch: TorchFacts, torch_version: str) -> Iterator[Hit]:

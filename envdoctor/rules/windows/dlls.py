@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ntpath
 
+from envdoctor.install.packages import CondaRequest
 from envdoctor.knowledge import windows as knowledge
 from envdoctor.model.findings import Fix
 from envdoctor.probes.python_env import PythonFacts
@@ -25,7 +26,7 @@ from envdoctor.probes.windows import (
 )
 from envdoctor.rules.base import RuleContext
 from envdoctor.rules.env_edits import path_removal_fixes
-from envdoctor.shell import quote
+from envdoctor.rules.fixes import conda_fix
 
 _ORIGIN_WORDS = {
     TORCH_LIB: "torch\\lib",
@@ -126,11 +127,11 @@ def copy_fixes(ctx: RuleContext, loaded: DllFile, minimum: knowledge.RuntimeMini
     python = ctx.get(PythonFacts)
     fixes: list[Fix] = []
     if python is not None and python.is_conda and loaded.origin in (APP_DIR, ENV):
-        prefix = quote(python.prefix, "windows")
         fixes.append(
-            Fix(
-                summary=f"Update the conda environment's VC++ runtime package to >= {minimum.minimum}",
-                commands=(f'conda install -p {prefix} -c conda-forge "vc14_runtime>={minimum.minimum}"',),
+            conda_fix(
+                ctx,
+                f"Update the conda environment's VC++ runtime package to >= {minimum.minimum}",
+                CondaRequest((f"vc14_runtime>={minimum.minimum}",), python.prefix, channel="conda-forge"),
                 link="https://github.com/conda-forge/miniforge/issues/739",
             )
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ntpath
 from collections.abc import Iterator
 
+from envdoctor.install.packages import CondaRequest
 from envdoctor.knowledge import windows as knowledge
 from envdoctor.model.findings import Fix, Severity
 from envdoctor.probes.python_env import PythonFacts
@@ -22,8 +23,8 @@ from envdoctor.rules.env_edits import (
     powershell_set_persistent,
     powershell_unset,
 )
+from envdoctor.rules.fixes import conda_fix
 from envdoctor.rules.windows.dlls import described
-from envdoctor.shell import quote
 
 _LOADED_BY_PATH = (TORCH_LIB, APP_DIR, DLL_DIRECTORY, ENV)
 
@@ -71,11 +72,12 @@ def duplicate_openmp_runtime(ctx: RuleContext) -> Iterator[Hit]:
     conda_copies = [f for f in others if _in_conda_env(f, python)]
     if python is not None and conda_copies:
         fixes.append(
-            Fix(
-                summary="The fix in a conda environment: let conda replace its MKL builds (NumPy, SciPy) "
+            conda_fix(
+                ctx,
+                "The fix in a conda environment: let conda replace its MKL builds (NumPy, SciPy) "
                 "with OpenBLAS ones, so that MKL and its Intel OpenMP runtime (the second copy) are no "
                 "longer loaded next to torch's",
-                commands=(f"conda install -p {quote(python.prefix, 'windows')} nomkl",),
+                CondaRequest(("nomkl",), python.prefix),
                 link="https://github.com/HiLab-git/MIDeepSeg/issues/4",
             )
         )
