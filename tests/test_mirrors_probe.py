@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from envdoctor.host.fake import FakeHost
 from envdoctor.model.findings import Interpreter, PlatformInfo
 from envdoctor.model.sources import DIRECTORY, LOADED, MALFORMED, MISSING, SKIPPED, UNREADABLE, MirrorFacts
@@ -378,6 +380,35 @@ def test_uv_toml_wins_and_bad_files() -> None:
         ("/home/user/uv.toml", MALFORMED, 1),
     ]
     assert uv.files[1].error == "index-url must be a string"
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "said"),
+    [
+        (
+            "index-url = 'https://x.example/simple'\nindex-urls = ['https://y.example']\n",
+            2,
+            "unknown field `index-urls`",
+        ),
+        ("[sources]\ntorch = { index = 'pytorch' }\n", 1, "belongs in pyproject.toml's [tool.uv]"),
+        ("index-strategy = 'unsafe-any-match'\n", 1, "expected one of first-index"),
+    ],
+    ids=["unknown-field", "sources-in-uv-toml", "unknown-variant"],
+)
+def test_a_uv_toml_uv_itself_refuses_is_malformed_not_loaded(text: str, line: int, said: str) -> None:
+    """uv denies unknown fields (astral-sh/uv#9049, #3819, #12753): its commands fail on such a file."""
+    host = FakeHost(working_dir="/home/user/project", files={"/home/user/project/uv.toml": text})
+    uv = probe(host).uv
+    (found,) = uv.files
+    assert (found.status, found.line) == (MALFORMED, line) and said in (found.error or "")
+    assert uv.indexes == ()  # nothing of a refused file is used
+
+
+def test_a_pyproject_with_a_field_uv_does_not_know_is_skipped_as_uv_skips_it() -> None:
+    text = "[tool.uv]\nindex-url = 'https://x.example/simple'\nnot-a-uv-setting = true\n"
+    host = FakeHost(working_dir="/home/user/project", files={"/home/user/project/pyproject.toml": text})
+    (found,) = probe(host).uv.files
+    assert found.status == MALFORMED and "`not-a-uv-setting`" in (found.error or "") and found.line == 3
 
 
 def test_uv_variables_and_switches() -> None:

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from envdoctor.host.base import Host
+from envdoctor.knowledge import uv_settings
 from envdoctor.model.sources import (
     DIRECTORY,
     LOADED,
@@ -502,6 +503,10 @@ def _uv_file(
         table: Any = data.get("tool", {}).get("uv") if pyproject else data
         if pyproject and not isinstance(table, dict):
             return None, [], []
+        refused = uv_settings.refusal(table, in_uv_toml=not pyproject) if isinstance(table, dict) else None
+        if refused is not None:
+            field, why = refused
+            return ConfigFile("uv", level, path, MALFORMED, why, _line_of(text, field), named_by), [], []
         indexes, settings = _uv_table(table, path, text, "")
         pip_table = table.get("pip")
         if isinstance(pip_table, dict):

@@ -8,7 +8,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from envdoctor.model.findings import Fix, Severity
-from envdoctor.model.sources import DIRECTORY, MALFORMED, MISSING, UNREADABLE, ConfigFile, MirrorFacts
+from envdoctor.model.sources import (
+    DIRECTORY,
+    MALFORMED,
+    MISSING,
+    UNREADABLE,
+    ConfigFile,
+    MirrorFacts,
+    file_problem,
+    tool_effect,
+)
 from envdoctor.probes.mirrors import origin_text
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.env_edits import unset_command
@@ -43,31 +52,10 @@ def _file_effect(file: ConfigFile, conda_in_use: bool) -> str | None:
 
 
 def _tool_effect(file: ConfigFile) -> str | None:
-    """What the tool itself does with the file.
-
-    pip reads with configparser.read(), which skips files it cannot open but aborts on a syntax
-    error; conda opens every file on its search path and aborts on bad YAML; uv aborts on a bad
-    uv.toml but only warns about a bad pyproject.toml and skips an unreadable user file. A FIFO
-    opens fine and then gives no data until some program writes to it: pip and uv (which reads
-    the whole file before parsing) wait forever; conda loads only regular files and folders and
-    stops with an internal error on anything else.
-    """
-    status = file.status
-    if _is_fifo(file):
-        return "fatal" if file.tool == "conda" else "hang"
-    if status == MISSING:
-        if not file.named_by:
-            return None
-        return "fatal" if file.tool == "uv" else "ignored"
-    if status == MALFORMED:
-        if file.tool == "uv" and file.path.endswith("pyproject.toml"):
-            return "ignored"
-        return "fatal"
-    if status in (UNREADABLE, DIRECTORY):
-        if file.tool == "pip" or (file.tool == "uv" and file.level == "user"):
-            return "ignored"
-        return "fatal"
-    return None
+    """What the tool itself does with the file (model.sources.tool_effect: the planner reads the
+    same answer, so a file this rule calls fatal is one `install` plans nothing around)."""
+    effect = tool_effect(file)
+    return effect.value if effect is not None else None
 
 
 def _inspect_command(ctx: RuleContext, tool: str) -> str | None:
@@ -94,15 +82,7 @@ def _commands(tool: str) -> str:
 
 
 def _why(file: ConfigFile) -> str:
-    if file.status == MALFORMED:
-        return f"line {file.line}: {file.error}" if file.line else str(file.error)
-    if file.status == MISSING:
-        return f"{file.named_by} names it, but there is no such file"
-    if file.status == DIRECTORY:
-        return "it is a folder, not a file"
-    if _is_fifo(file):
-        return "it is a FIFO (named pipe), not a regular file"
-    return f"it cannot be read ({file.error})"
+    return file_problem(file)
 
 
 def _broken_files(ctx: RuleContext, effects: tuple[str, ...]) -> Iterator[Hit]:
