@@ -19,6 +19,8 @@ from envdoctor.model.findings import (
     Finding,
     Interpreter,
     PlatformInfo,
+    PluginFacts,
+    PluginInfo,
     ProbeResult,
     ProbeStatus,
     Report,
@@ -115,7 +117,8 @@ def evaluate(ctx: RuleContext, rules: Sequence[Rule] | None = None) -> tuple[Fin
                     code=rule.code,
                     name=rule.name,
                     severity=Severity.WARNING,
-                    title=f"envdoctor could not evaluate {rule.code} ({rule.name})",
+                    title=f"envdoctor could not evaluate {rule.code} ({rule.name})"
+                    + (f", a rule of the plugin {rule.origin}" if rule.origin else ""),
                     detail=f"{type(exc).__name__}: {exc}",
                     area=rule.area,
                 )
@@ -234,9 +237,12 @@ def diagnose(
     expectations: Expectations | None = None,
     ignore: Sequence[str] = (),
     pasted: str | None = None,
+    plugins: tuple[PluginInfo, ...] = (),
+    specs: Sequence[ProbeSpec[Any]] = PROBES,
 ) -> Report:
     """`pasted`: an error text the user gave (`envdoctor why`), read with the errors the probes
-    captured against the error signatures (rules read the matches as ErrorEvidence)."""
+    captured against the error signatures (rules read the matches as ErrorEvidence). `plugins`:
+    the plugin packages found, whose rules `rules` holds and whose probes `specs` does."""
     from envdoctor.rules import RULES, RuleContext
     from envdoctor.rules.evidence import gather
     from envdoctor.rules.expectations import requirements as expectation_rules
@@ -244,12 +250,14 @@ def diagnose(
     if rules is None:
         rules = RULES
     stated = expectations if expectations is not None and expectations.stated else None
-    inputs: tuple[object, ...] = (gather(probes, pasted),) + ((stated,) if stated else ())
+    inputs: tuple[object, ...] = (gather(probes, pasted), PluginFacts(plugins)) + (
+        (stated,) if stated else ()
+    )
     ctx = RuleContext.build(platform, interpreter, probes, inputs=inputs)
     active = [rule for rule in rules if rule.code not in ignore]
     findings = evaluate(ctx, active)
     ignored = tuple(code for code in ignore if any(r.code == code for r in rules))
-    areas = area_verdicts(probes, findings)
+    areas = area_verdicts(probes, findings, specs)
     if stated is not None:
         areas += (expectation_rules.area_verdict(stated, findings, ignored),)
     return Report(
@@ -264,28 +272,41 @@ def diagnose(
         expectations=stated,
         ignored=ignored,
         checked=tuple(rule.code for rule in active if ctx.can_run(rule)),
+        plugins=plugins,
     )
 
 
-def registry_names() -> Names:
-    """The probe names and rule codes settings may be asked about (--only, --skip, --ignore).
+def registry_names(plugins: bool = True) -> Names:
+    """The probe names and rule codes settings may be asked about (--only, --skip, --ignore),
+    the plugins' among them; PluginError (a SettingsError) when plugins clash.
 
     Settings sit below the registries and get them from here; the rules load only if asked.
     """
+    from envdoctor.plugin.loader import plugins as installed
     from envdoctor.settings import Names
+
+    loaded = installed(plugins)
 
     def rules() -> tuple[tuple[str, str], ...]:
         from envdoctor.rules import RULES
 
-        return tuple((rule.code, rule.name) for rule in RULES)
+        return tuple((rule.code, rule.name) for rule in (*RULES, *loaded.rules))
 
-    return Names(probes=tuple(p.name for p in PROBES), rules=rules)
+    return Names(probes=tuple(p.name for p in (*PROBES, *loaded.probes)), rules=rules)
+
+
+def all_probes(settings: Settings) -> tuple[ProbeSpec[Any], ...]:
+    """envdoctor's probes, then the plugins' (unless turned off)."""
+    from envdoctor.plugin.loader import plugins
+
+    return (*PROBES, *plugins(settings.plugins).probes)
 
 
 def selected_probes(
-    settings: Settings, specs: Sequence[ProbeSpec[Any]] = PROBES
+    settings: Settings, specs: Sequence[ProbeSpec[Any]] | None = None
 ) -> tuple[ProbeSpec[Any], ...]:
     """The probes --only/--skip keep, in registry order (those run only on request never)."""
+    specs = all_probes(settings) if specs is None else specs
     names = settings.probe_names(tuple(p.name for p in specs))
     return tuple(p for p in specs if p.name in names and not p.on_request)
 
@@ -303,14 +324,21 @@ def judge(
 
     A snapshot holds every probe's result; --only/--skip drop the others here too.
     """
+    from envdoctor.plugin.loader import plugins
+    from envdoctor.rules import RULES
+
     names = settings.probe_names(tuple(p.probe for p in probes))
+    loaded = plugins(settings.plugins)
     return diagnose(
         platform,
         interpreter,
         tuple(p for p in probes if p.probe in names),
         strict=settings.strict,
         source=source,
+        rules=(*RULES, *loaded.rules),
         expectations=settings.expectations,
         ignore=settings.ignore,
         pasted=pasted,
+        plugins=loaded.plugins,
+        specs=(*PROBES, *loaded.probes),
     )

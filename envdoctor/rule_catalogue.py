@@ -18,6 +18,7 @@ import os
 import sys
 import zlib
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from envdoctor.paths import cache_dir
 from envdoctor.util.textwidth import DEFAULT_WIDTH, hanging
@@ -36,14 +37,16 @@ FIELDS = (
     "example",
     "folded_under",
     "causes",
+    "origin",
 )
 # folded_under: the codes whose finding this rule's finding is folded under, comma-separated ("": none)
 # causes: a symptom rule's usual causes (knowledge/symptoms.json) for this system, one per line, each
 # "title<TAB>check<TAB>what the check shows<TAB>fix<TAB>the rules that name it" ("": not a symptom rule)
-Entry = tuple[str, str, str, str, str, str, str, str, str, str, str]
+# origin: "package version" of the plugin that adds the rule ("": envdoctor's own)
+Entry = tuple[str, str, str, str, str, str, str, str, str, str, str, str]
 
 PACKAGE = os.path.dirname(os.path.abspath(__file__))
-_SCHEMA = "envdoctor.rule-catalogue/3"
+_SCHEMA = "envdoctor.rule-catalogue/4"
 
 
 def this_system() -> str:
@@ -70,26 +73,48 @@ def causes_field(code: str, os_name: str) -> str:
     return "\n".join(rows)
 
 
+def entry_of(rule: Any, os_name: str, origin: str = "") -> Entry:
+    """One rule (envdoctor's or a plugin's) as the catalogue keeps it."""
+    return (
+        rule.code,
+        rule.name,
+        rule.severity.value,
+        str(rule.area),
+        rule.summary,
+        rule.doc.what,
+        rule.doc.why,
+        rule.doc.fix,
+        rule.doc.example,
+        ", ".join(rule.consequence_of),
+        causes_field(rule.code, os_name),
+        origin,
+    )
+
+
 def from_registry() -> tuple[Entry, ...]:
     """Every rule, from the registry itself (the slow path, and the truth the cache holds)."""
     from envdoctor.rules import RULES
 
     os_name = this_system()
+    return tuple(entry_of(r, os_name) for r in RULES)
+
+
+def plugin_entries(environ: Mapping[str, str] = os.environ) -> tuple[Entry, ...]:
+    """The rules of installed plugin packages, read live (a plugin's edits show at once); nothing
+    to import when no package declares envdoctor entry points. PluginError when plugins clash."""
+    from envdoctor.util.plugin_scan import declared
+
+    if environ.get("ENVDOCTOR_NO_PLUGINS", "").strip().lower() in ("1", "yes", "true", "on"):
+        return ()
+    if not declared():
+        return ()
+    from envdoctor.plugin.loader import plugins
+
+    loaded = plugins()
+    versions = {info.package: info.version for info in loaded.plugins}
+    os_name = this_system()
     return tuple(
-        (
-            r.code,
-            r.name,
-            r.severity.value,
-            str(r.area),
-            r.summary,
-            r.doc.what,
-            r.doc.why,
-            r.doc.fix,
-            r.doc.example,
-            ", ".join(r.consequence_of),
-            causes_field(r.code, os_name),
-        )
-        for r in RULES
+        entry_of(r, os_name, f"{r.origin} {versions.get(r.origin or '', '')}".strip()) for r in loaded.rules
     )
 
 
@@ -126,7 +151,7 @@ def _read(path: str, key: str) -> tuple[Entry, ...] | None:
     for row in rows:
         if not (isinstance(row, list) and len(row) == len(FIELDS) and all(isinstance(v, str) for v in row)):
             return None
-        entries.append(tuple(row))  # eleven strings, checked above
+        entries.append(tuple(row))  # twelve strings, checked above
     return tuple(entries)
 
 
@@ -177,6 +202,7 @@ def find(entries: Sequence[Entry], wanted: str) -> Entry | None:
 
 # Each rules area (its package name) in the words of the report's sections.
 AREA_TITLES = {
+    "plugins": "Plugins",
     "nvml": "NVIDIA driver",
     "torch": "PyTorch build",
     "toolkit": "CUDA toolkit",
@@ -232,8 +258,9 @@ def docs_url(code: str) -> str:
 
 def explain_text(entry: Entry, width: int = DEFAULT_WIDTH) -> str:
     """A rule's documentation, each paragraph wrapped to `width` under its heading, then the link."""
-    code, name, severity, area, summary, what, why, fix, example, folded_under, causes = entry
-    header = hanging(explain_header(code, name, severity, area), width, "", "  ")
+    code, name, severity, area, summary, what, why, fix, example, folded_under, causes, origin = entry
+    title = explain_header(code, name, severity, area) + (f" [plugin: {origin}]" if origin else "")
+    header = hanging(title, width, "", "  ")
     lines = [header, wrap_text(summary, width), ""]
     for heading, text in (
         ("What it checks", what),
@@ -261,7 +288,10 @@ def explain_text(entry: Entry, width: int = DEFAULT_WIDTH) -> str:
     if folded_under:
         folded = f"{folded_under}, when one of them is found (one root cause, one finding)"
         lines += ["Folded under:", hanging(folded, width, "  ", "  "), ""]
-    lines.append(f"Docs: {docs_url(code)}")  # a URL is never wrapped: it must stay clickable
+    if origin:
+        lines.append(f"From the plugin package {origin}: its own documentation has more.")
+    else:
+        lines.append(f"Docs: {docs_url(code)}")  # a URL is never wrapped: it must stay clickable
     return "".join(line + "\n" for line in lines)
 
 
@@ -271,12 +301,17 @@ def rules_text(entries: Sequence[Entry], width: int = DEFAULT_WIDTH) -> str:
     severity_width = max(len("severity"), *(len(entry[2]) for entry in entries))
     lead = 5 + 2 + severity_width + 2
     rows = [f"{'code':<5}  {'severity':<{severity_width}}  what it catches [name]"]
-    for code, name, severity, _, summary, *_ in entries:
+    for code, name, severity, _, summary, *rest in entries:
         first = f"{code:<5}  {severity:<{severity_width}}  "
-        rows.append(hanging(f"{summary} [{name}]", width, first, " " * lead))
+        origin = rest[-1]
+        plugin = f" (plugin {origin.split(' ')[0]})" if origin else ""
+        rows.append(hanging(f"{summary} [{name}]{plugin}", width, first, " " * lead))
     return "".join(row + "\n" for row in rows)
 
 
 def rules_json(entries: Sequence[Entry]) -> str:
-    rows = [dict(zip(FIELDS[:5], entry[:5])) for entry in entries]
+    rows = [
+        {**dict(zip(FIELDS[:5], entry[:5])), **({"plugin": entry[11]} if entry[11] else {})}
+        for entry in entries
+    ]
     return json.dumps(rows, indent=2) + "\n"

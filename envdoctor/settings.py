@@ -92,6 +92,7 @@ class Settings:
     only: tuple[str, ...] = ()  # probe names
     skip: tuple[str, ...] = ()
     config_file: str | None = None  # the file values came from, if any
+    plugins: bool = True  # load the rules and probes of installed plugin packages
 
     def probe_names(self, all_names: tuple[str, ...]) -> tuple[str, ...]:
         """The probes to run, in registry order."""
@@ -256,6 +257,7 @@ KEYS: tuple[Key, ...] = (
     Key("ignore", "ignore", parse_rule_codes, "ignore", named=True),
     Key("only", "only", parse_probe_names, named=True),
     Key("skip", "skip", parse_probe_names, named=True),
+    Key("plugins", "plugins", parse_bool),
 )
 KEYS_BY_NAME: dict[str, Key] = {k.name: k for k in KEYS}
 

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from envdoctor.model.findings import Interpreter, PlatformInfo, ProbeResult, ProbeStatus
-from envdoctor.probes import PROBES_BY_NAME
+from envdoctor.probes import PROBES_BY_NAME, ProbeSpec
 from envdoctor.util import limits
 from envdoctor.util.redact import redact
 from envdoctor.util.serde import DataError, from_data, to_data
@@ -83,7 +83,7 @@ def snapshot_from_data(data: object, name: str) -> Snapshot:
             if raw["probe"] in seen:
                 raise DataError(f"{where}: a second result for probe {raw['probe']!r}")
             seen.add(raw["probe"])
-            spec = PROBES_BY_NAME.get(raw["probe"])
+            spec = PROBES_BY_NAME.get(raw["probe"]) or _plugin_probe(raw["probe"])
             if spec is None:
                 continue  # a probe from a newer envdoctor: its facts cannot be judged here
             status = from_data(ProbeStatus, raw.get("status"), f"{where}.status")
@@ -148,3 +148,14 @@ def load(path: str) -> Snapshot:
     except RecursionError:
         raise SnapshotError(f"{path}: not a snapshot (JSON nested too deeply)") from None
     return snapshot_from_data(data, path)
+
+
+def _plugin_probe(name: str) -> ProbeSpec[Any] | None:
+    """A plugin's probe of that name, when the plugin is installed here (its facts then load)."""
+    from envdoctor.plugin.loader import PluginError, plugins
+
+    try:
+        loaded = plugins()
+    except PluginError:  # clashing plugins: the command says so where it loads them
+        return None
+    return next((p for p in loaded.probes if p.name == name), None)

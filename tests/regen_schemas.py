@@ -21,7 +21,7 @@ from typing import Any, Union
 
 from envdoctor.install.commands import CommandKind
 from envdoctor.install.plan import Route
-from envdoctor.model.findings import Interpreter, PlatformInfo, ProbeStatus, Severity, Support
+from envdoctor.model.findings import Interpreter, PlatformInfo, PluginInfo, ProbeStatus, Severity, Support
 from envdoctor.probes import PROBES
 from envdoctor.util.serde import INT_MAX, INT_MIN, may_be_negative
 
@@ -242,6 +242,7 @@ def report_schema() -> dict[str, Any]:
             "expectations": {"type": "object", "additionalProperties": expectation},
             "ignored": {"type": "array", "items": {"type": "string", "pattern": CODE}},
             "why": why,
+            "plugins": {"type": "array", "items": defs.of(PluginInfo)},  # only when plugins are installed
         }
     )
     schema["required"] = [

@@ -201,6 +201,7 @@ PLANNER_MODULES = {
     "envdoctor.knowledge.gpu_vendors",
     "envdoctor.knowledge.gpus",
     "envdoctor.knowledge.mirrors",
+    "envdoctor.knowledge.uv_settings",
     "envdoctor.knowledge.overlay",
     "envdoctor.knowledge.provenance",
     "envdoctor.knowledge.tables",

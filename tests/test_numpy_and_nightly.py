@@ -68,7 +68,7 @@ def test_numpy2_beside_a_torch_built_for_numpy1_is_an_error_with_two_cures() -> 
     assert finding.title == "NumPy 2.0.0 is installed, but torch 2.2.1+cpu was built for NumPy 1.x"
     assert "_ARRAY_API not found" in finding.detail and "from torch 2.3.0 on" in finding.detail
     pin, upgrade = finding.fixes
-    assert pin.commands == ('/env/bin/python -m pip install "numpy<2"',)
+    assert pin.commands == ("/env/bin/python -m pip install 'numpy<2'",)
     assert "torch==" in upgrade.commands[0] and "/whl/cpu" in upgrade.commands[0]  # the CPU build stays CPU
 
 
@@ -122,9 +122,9 @@ def test_no_numpy_is_a_note_with_the_install_command() -> None:
     )
     finding = run(torch)["ED211"]
     assert finding.severity.value == "info" and "all_gather_object" in finding.detail
-    assert finding.fixes[0].commands == ('/env/bin/python -m pip install "numpy"',)
+    assert finding.fixes[0].commands == ("/env/bin/python -m pip install numpy",)
     old = run(cpu_torch("2.2.1+cpu", NumpyFacts(None)))["ED211"]
-    assert old.fixes[0].commands == ('/env/bin/python -m pip install "numpy<2"',)
+    assert old.fixes[0].commands == ("/env/bin/python -m pip install 'numpy<2'",)
     assert "ED211" not in run(cpu_torch("2.5.1+cpu", None))  # an older snapshot: nothing known
 
 

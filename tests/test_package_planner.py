@@ -131,6 +131,8 @@ def test_conda_offline_installs_from_its_package_cache() -> None:
 
 RULES = Path(__file__).resolve().parent.parent / "envdoctor" / "rules"
 _INSTALL = re.compile(r"\b(pip3?|uv|conda|mamba)\b[^\n]*\binstall\b")
+# A piece of an f-string that starts a command (prose quotes its commands in backticks instead).
+_COMMAND = re.compile(r"(-m pip|pip3?|conda|mamba|uv pip) install\b")
 
 
 def _strings(node: ast.AST) -> list[str]:
@@ -150,4 +152,12 @@ def test_no_rule_builds_an_install_command_itself(path: Path) -> None:
             found.append(f"line {node.lineno}: an argv with 'install'")
         if isinstance(node, ast.keyword) and node.arg == "commands":
             found += [f"line {node.value.lineno}: {s!r}" for s in _strings(node.value) if _INSTALL.search(s)]
+        if isinstance(
+            node, ast.JoinedStr
+        ):  # an f-string that spells a command: f"{python} -m pip install ..."
+            pieces = [
+                v.value for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str)
+            ]
+            if any(_COMMAND.match(piece.lstrip()) for piece in pieces[:2]):
+                found.append(f"line {node.lineno}: f-string {''.join(pieces)!r}")
     assert not found, found

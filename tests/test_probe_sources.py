@@ -139,7 +139,7 @@ def _closed_port() -> str:
 def test_reachability_with_a_real_index_a_closed_port_and_a_silent_one(index: str, silent: str) -> None:
     host = LiveHost(environ={})  # no proxy variables: 127.0.0.1 straight
     started = time.perf_counter()
-    found = check_reach(host, [f"{index}/simple/", f"{index}/missing/", _closed_port(), silent], seconds=2.0)
+    found = check_reach(host, [f"{index}/simple/", f"{index}/missing/", _closed_port(), silent], seconds=5.0)
     took = time.perf_counter() - started
     assert [r.status for r in found] == [
         ReachStatus.REACHABLE,
@@ -149,7 +149,7 @@ def test_reachability_with_a_real_index_a_closed_port_and_a_silent_one(index: st
     ]
     assert found[0].detail == "HTTP 200" and found[1].detail == "HTTP 404"
     assert "refused" in found[2].detail.lower()
-    assert took < 2.0 + 0.5, f"all at once, within the bound: {took:.2f} s"
+    assert took < 5.0 + 1.0, f"all at once, within the bound: {took:.2f} s"
 
 
 def test_reach_targets_put_pytorch_first_and_skip_local_and_no_index() -> None:

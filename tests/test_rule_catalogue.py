@@ -110,7 +110,7 @@ def test_a_second_run_reads_the_cache_and_an_edit_rebuilds_it(
     source.write_text("x = 22\n")  # another size
     os.utime(source, ns=(1, 1))
     assert fingerprint(str(package)) != before
-    edited = (("ED999", "edited", "error", "area", "summary", "w", "y", "f", "e", "", ""),)
+    edited = (("ED999", "edited", "error", "area", "summary", "w", "y", "f", "e", "", "", ""),)
     monkeypatch.setattr(rule_catalogue, "from_registry", lambda: edited)
     assert load(environ, str(package)) == edited
     monkeypatch.setattr(rule_catalogue, "from_registry", no_registry)
@@ -160,7 +160,7 @@ def test_explain_names_the_area_in_words_and_suggests_a_near_code() -> None:
     """Issue 13 item 25: no package names ("area: nvml"), and "did you mean" for a near miss."""
     from envdoctor.cli.lean import CommandError, explain
 
-    assert set(rule_catalogue.AREA_TITLES) == {r.area for r in RULES}
+    assert set(rule_catalogue.AREA_TITLES) == {r.area for r in RULES} | {"plugins"}
     text = explain("ED101")
     assert "(error; about: NVIDIA driver)" in text.splitlines()[0] and "area:" not in text
     for typed, meant in (

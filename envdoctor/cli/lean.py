@@ -28,13 +28,25 @@ class CommandError(Exception):
 def explain(code: str, environ: Mapping[str, str] = os.environ) -> str:
     from envdoctor import rule_catalogue
 
-    entries = rule_catalogue.load(environ)
+    entries = _with_plugins(rule_catalogue.load(environ), environ)
     entry = rule_catalogue.find(entries, code)
     if entry is None:
         close = rule_catalogue.suggest(entries, code)
         hint = f"did you mean {close}? " if close else ""
         raise CommandError(f"unknown rule {code!r}; {hint}expected a code like ED101 (see `envdoctor rules`)")
     return rule_catalogue.explain_text(entry, _width(environ))
+
+
+def _with_plugins(entries: Sequence[Any], environ: Mapping[str, str]) -> tuple[Any, ...]:
+    """envdoctor's rules, then the plugins' (by code); a clash between plugins is one line."""
+    from envdoctor import rule_catalogue
+    from envdoctor.settings import SettingsError
+
+    try:
+        extra = rule_catalogue.plugin_entries(environ)
+    except SettingsError as exc:  # PluginError
+        raise CommandError(str(exc)) from None
+    return (*entries, *sorted(extra))
 
 
 def _width(environ: Mapping[str, str]) -> int:
@@ -47,7 +59,7 @@ def _width(environ: Mapping[str, str]) -> int:
 def list_rules(fmt: str, environ: Mapping[str, str] = os.environ) -> str:
     from envdoctor import rule_catalogue
 
-    entries = rule_catalogue.load(environ)
+    entries = _with_plugins(rule_catalogue.load(environ), environ)
     if fmt == "json":
         return rule_catalogue.rules_json(entries)
     return rule_catalogue.rules_text(entries, _width(environ))

@@ -149,6 +149,16 @@ _OPTIONS: tuple[tuple[str, Any, Any], ...] = (
         Optional[List[str]],
         typer.Option(None, "--skip", metavar="PROBES", help="Do not run these probes."),
     ),
+    (
+        "plugins",
+        Optional[bool],
+        typer.Option(
+            None,
+            "--plugins/--no-plugins",
+            help="Run the rules and probes of installed plugin packages (default; "
+            "ENVDOCTOR_NO_PLUGINS=1 also turns them off).",
+        ),
+    ),
 )
 
 
@@ -188,7 +198,8 @@ def settings_for(requested: Mapping[str, Any], fail: Callable[[str], Any]) -> Se
     except OSError:  # the working folder was deleted: it holds no config file any more
         cwd = os.curdir
     try:
-        return resolve(options, cwd=cwd, names=registry_names(), config=requested.get("config"))
+        names = registry_names(plugins=requested.get("plugins") is not False)
+        return resolve(options, cwd=cwd, names=names, config=requested.get("config"))
     except SettingsError as exc:
         return fail(str(exc))  # type: ignore[no-any-return]
 

@@ -160,6 +160,26 @@ class Explained:
 
 
 @dataclass(frozen=True)
+class PluginInfo:
+    """A package that adds rules or probes through the envdoctor.rules / envdoctor.probes entry
+    points, and what it added (or why it could not be loaded)."""
+
+    package: str  # the distribution's name
+    version: str
+    entry_point: str  # "group:name = value"
+    rules: tuple[str, ...] = ()  # the codes it added
+    probes: tuple[str, ...] = ()  # the probe names it added
+    error: str | None = None  # why it did not load: it adds nothing then
+
+
+@dataclass(frozen=True)
+class PluginFacts:
+    """The plugin packages this run found: rules read it like facts (ED902 names those that failed)."""
+
+    plugins: tuple[PluginInfo, ...] = ()
+
+
+@dataclass(frozen=True)
 class Report:
     envdoctor_version: str
     interpreter: Interpreter
@@ -173,6 +193,7 @@ class Report:
     ignored: tuple[str, ...] = ()  # rule codes silenced by --ignore
     checked: tuple[str, ...] = ()  # rule codes that ran (their needed facts were there)
     explained: Explained | None = None  # `envdoctor why`: the pasted error and what it matched
+    plugins: tuple[PluginInfo, ...] = ()  # the plugin packages found (none with --no-plugins)
 
     @property
     def worst(self) -> Severity:

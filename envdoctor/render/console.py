@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.text import Text
 
 from envdoctor.model.findings import Finding, Report, Severity
+from envdoctor.render.plugin_words import plugins_line
 from envdoctor.render.why_words import REPORT_LEAD, SUPPORT_WORDS, header
 from envdoctor.util.redact import redact
 from envdoctor.util.serde import to_data
@@ -252,6 +253,9 @@ def render_console(report: Report, console: Console, verbose: bool = False, wrap
         ),
         hang=2,
     )
+    if report.plugins:
+        told = plugins_line((p.package, p.version, p.rules, p.probes, p.error) for p in report.plugins)
+        out.line(Text(f"  plugins: {told}", style="dim"), hang=4)
     out.blank()
     if report.explained is not None:
         for line in why_header(report):

@@ -71,6 +71,8 @@ def report_to_data(report: Report) -> dict[str, Any]:
         data["ignored"] = list(clean.ignored)
     if clean.explained is not None:  # `envdoctor why`
         data["why"] = to_data(clean.explained)
+    if clean.plugins:  # installed plugin packages, and what each added
+        data["plugins"] = [to_data(p) for p in clean.plugins]
     return data
 
 

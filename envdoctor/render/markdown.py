@@ -66,10 +66,18 @@ def headline(data: dict[str, Any]) -> str:
 def _intro(data: dict[str, Any]) -> list[str]:
     plat = data["platform"]
     source = "" if data["source"] == "live" else f" · from snapshot `{data['source']}`"
-    return [
+    lines = [
         f"envdoctor {data['envdoctor_version']} · {plat['system']} {plat['release']} {plat['machine']} · "
         f"examined `{data['interpreter']['path']}` ({text(data['interpreter']['reason'])}){source}",
     ]
+    if data.get("plugins"):
+        from envdoctor.render.plugin_words import plugins_line
+
+        told = plugins_line(
+            (p["package"], p["version"], p["rules"], p["probes"], p["error"]) for p in data["plugins"]
+        )
+        lines[0] += f" · plugins: {text(told)}"
+    return lines
 
 
 def _area_mark(area: dict[str, Any]) -> str:

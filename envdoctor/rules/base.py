@@ -89,6 +89,7 @@ class Rule:
     # Codes of rules whose findings explain this one's: when one of them is in the report, this
     # rule's finding is folded under it (one root cause, one finding; see engine.fold).
     consequence_of: tuple[str, ...] = ()
+    origin: str | None = None  # the plugin package that added it; None: envdoctor's own
 
 
 def area_of_module(module: str) -> str:

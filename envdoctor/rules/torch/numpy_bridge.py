@@ -6,12 +6,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from envdoctor.install.packages import PackageRequest
 from envdoctor.knowledge import numpy_support
 from envdoctor.model.findings import Fix, Severity
 from envdoctor.probes.torch_build import BridgeStatus, NumpyFacts, TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
-from envdoctor.rules.fixes import planned_fix
-from envdoctor.shell import quote
+from envdoctor.rules.fixes import package_fix, planned_fix
 
 # What NumPy 2 and torch say when a torch built against NumPy 1.x meets NumPy 2.
 _NUMPY1_SIGNS = (
@@ -43,9 +43,9 @@ def _numpy1_signs(torch: TorchFacts) -> list[str]:
     return found
 
 
-def _pip(ctx: RuleContext, requirement: str) -> str:
-    python = quote(ctx.interpreter.path, ctx.platform.os)
-    return f'{python} -m pip install "{requirement}"'
+def _numpy_fix(ctx: RuleContext, summary: str, requirement: str) -> Fix:
+    """NumPy for the examined interpreter, as the planner routes it on this machine's sources."""
+    return package_fix(ctx, summary, PackageRequest((requirement,)))
 
 
 @rule(
@@ -106,12 +106,7 @@ def numpy2_with_torch_built_for_numpy1(ctx: RuleContext) -> Iterator[Hit]:
         if floor is not None
         else ""
     )
-    fixes = [
-        Fix(
-            summary=f"Keep torch {version} and install the last NumPy 1.x beside it",
-            commands=(_pip(ctx, "numpy<2"),),
-        )
-    ]
+    fixes = [_numpy_fix(ctx, f"Keep torch {version} and install the last NumPy 1.x beside it", "numpy<2")]
     if floor is not None:
         wants_cuda = bool(torch.cuda) or (torch.local_label or "").startswith("cu") or None
         upgrade = planned_fix(ctx, "Upgrade torch to a release built for NumPy 2", want_cuda=wants_cuda)
@@ -172,7 +167,7 @@ def numpy_not_installed(ctx: RuleContext) -> Iterator[Hit]:
             detail=f"import torch says: {_first_line(torch.import_error.message)}. NumPy is not installed "
             "beside it; this torch build imports NumPy's C-API at start-up.",
             evidence=("numpy: not installed", _first_line(torch.import_error.message)[:200]),
-            fixes=(Fix(summary="Install NumPy into this environment", commands=(_pip(ctx, "numpy"),)),),
+            fixes=(_numpy_fix(ctx, "Install NumPy into this environment", "numpy"),),
         )
         return
     version = torch.version or torch.dist_version
@@ -184,7 +179,7 @@ def numpy_not_installed(ctx: RuleContext) -> Iterator[Hit]:
         detail=f"torch {version} works without it, but these raise 'RuntimeError: Numpy is not "
         f"available': {numpy_support.without_numpy_breaks()}.",
         evidence=("numpy: not installed", *(_first_line(w)[:200] for w in warned[:1])),
-        fixes=(Fix(summary="Install NumPy into this environment", commands=(_pip(ctx, requirement),)),),
+        fixes=(_numpy_fix(ctx, "Install NumPy into this environment", requirement),),
     )
 
 
@@ -262,5 +257,5 @@ def numpy_too_old_for_torch(ctx: RuleContext) -> Iterator[Hit]:
         + (f", which NumPy {needed} introduced" if needed else "")
         + f"; the installed NumPy has 0x{have:x}. Here {effect}",
         evidence=(said, *((f"numpy {installed}",) if installed else ())),
-        fixes=(Fix(summary="Upgrade NumPy in this environment", commands=(_pip(ctx, requirement),)),),
+        fixes=(_numpy_fix(ctx, "Upgrade NumPy in this environment", requirement),),
     )
