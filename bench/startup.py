@@ -53,12 +53,14 @@ def commands(baseline: str | None) -> dict[str, list[str]]:
 
 def envdoctor_commands(prefix: list[str]) -> dict[str, list[str]]:
     run = [*prefix, *envdoctor()]
+    # Another machine: a Python this interpreter is not (issue 23 §4), so no local source is read.
+    other = "3.10" if sys.version_info[:2] != (3, 10) else "3.12"
     return {
         "envdoctor --help": [*run, "--help"],
         "install (described machine)": [
             *run,
-            *("install", "--os", "linux", "--arch", "x86_64", "--python", "3.11"),
-            *("--driver", "550.54.14", "--gpu", "RTX 3090", "--offline"),
+            *("install", "--os", "linux", "--python", other, "--driver", "535.104.05", "--gpu", "sm_86"),
+            *("--format", "json"),
         ],
         "install (this machine)": [*run, "install", "--offline"],
         "explain ED101": [*run, "explain", "ED101"],

@@ -99,14 +99,19 @@ def from_registry() -> tuple[Entry, ...]:
     return tuple(entry_of(r, os_name) for r in RULES)
 
 
-def plugin_entries(environ: Mapping[str, str] = os.environ) -> tuple[Entry, ...]:
-    """The rules of installed plugin packages, read live (a plugin's edits show at once); nothing
-    to import when no package declares envdoctor entry points. PluginError when plugins clash."""
+def plugins_declared(environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether plugins are wanted and some installed package declares one (a cheap file scan)."""
     from envdoctor.util.plugin_scan import declared
 
     if environ.get("ENVDOCTOR_NO_PLUGINS", "").strip().lower() in ("1", "yes", "true", "on"):
-        return ()
-    if not declared():
+        return False
+    return declared()
+
+
+def plugin_entries(environ: Mapping[str, str] = os.environ) -> tuple[Entry, ...]:
+    """The rules of installed plugin packages, read live (a plugin's edits show at once); nothing
+    to import when no package declares envdoctor entry points. PluginError when plugins clash."""
+    if not plugins_declared(environ):
         return ()
     from envdoctor.plugin.loader import plugins
 

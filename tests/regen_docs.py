@@ -28,7 +28,9 @@ SCORE = re.compile(r"<!-- corpus-score -->.*?<!-- /corpus-score -->", re.S)
 def run_sample(args: str) -> str:
     """`envdoctor ARGS` as a user at a 100-column terminal without colours sees it, from the
     repository's root (fixtures/ paths), offline and with no pip configuration of this machine."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_", "CONDA", "ENVDOCTOR_"))}
+    # Not in CI either: CI=true prints whole lines for the log, and the sample is a terminal's.
+    drop = ("PIP_", "UV_", "CONDA", "ENVDOCTOR_", "GITHUB_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(drop) and k != "CI"}
     env.update(
         COLUMNS=str(WIDTH), NO_COLOR="1", TERM="dumb", ENVDOCTOR_OFFLINE="1", PIP_CONFIG_FILE=os.devnull
     )

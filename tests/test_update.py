@@ -25,10 +25,23 @@ ENVDOCTOR = [sys.executable, "-m", "envdoctor"]
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def index_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("index")
     build_index(root)
-    with serve(root) as served:
+    return root
+
+
+@pytest.fixture(scope="module")
+def index(index_root: Path) -> Iterator[Served]:
+    with serve(index_root) as served:
+        yield served
+
+
+@pytest.fixture
+def own_index(index_root: Path) -> Iterator[Served]:
+    """The index served for one test alone: the in-process fetches depend on no other test's
+    server staying up (a module's server outlived by its cached value was refused once in CI)."""
+    with serve(index_root) as served:
         yield served
 
 
@@ -355,7 +368,8 @@ def test_the_write_is_atomic_and_leaves_no_temporary_file(tmp_path: Path) -> Non
     assert [p.name for p in path.parent.iterdir()] == [overlay.FILE_NAME]
 
 
-def test_pep_691_json_and_pep_503_html_pages_list_the_same_files(index: Served) -> None:
+def test_pep_691_json_and_pep_503_html_pages_list_the_same_files(own_index: Served) -> None:
+    index = own_index
     url = f"{index.url}/simple/torch/"
     as_json = fetch(Request(url, SIMPLE_ACCEPT))
     as_html = fetch(Request(url, "text/html"))
@@ -371,7 +385,8 @@ def test_pep_691_json_and_pep_503_html_pages_list_the_same_files(index: Served) 
     assert any(f.yanked for f in cuda)
 
 
-def test_fetch_all_keys_every_answer_by_url(index: Served) -> None:
+def test_fetch_all_keys_every_answer_by_url(own_index: Served) -> None:
+    index = own_index
     urls = [f"{index.url}/whl/cpu/torch/", f"{index.url}/whl/cu999/torch/"]
     answers = fetch_all([Request(u) for u in urls], deadline=time.monotonic() + 10)
     assert answers[urls[0]].ok

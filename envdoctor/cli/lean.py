@@ -40,6 +40,9 @@ def explain(code: str, environ: Mapping[str, str] = os.environ) -> str:
 def _with_plugins(entries: Sequence[Any], environ: Mapping[str, str]) -> tuple[Any, ...]:
     """envdoctor's rules, then the plugins' (by code); a clash between plugins is one line."""
     from envdoctor import rule_catalogue
+
+    if not rule_catalogue.plugins_declared(environ):
+        return tuple(entries)  # the common case: nothing more to import
     from envdoctor.settings import SettingsError
 
     try:
