@@ -54,9 +54,7 @@ def test_the_corpus_is_large_and_scores_at_least_95_percent() -> None:
 # thin: a third thread must remove it (the test says so), and no other rule may join silently.
 KNOWN_THIN = {
     "ED218": 2,  # a user-site torch shadowing the environment's: threads end stale or unconfirmed
-    "ED306": 2,  # a too-old GPU with a CPU build as the answer: threads have CUDA builds (ED305)
     "ED409": 2,  # a CUDA bin folder before torch's DLLs on Windows: Linux or unresolved threads
-    "ED501": 2,  # a PyPI mirror giving CPU torch on Windows: the rest lack the mirror or the fix
     "ED608": 1,  # cuDNN/cuBLAS DLLs on PATH: fixes align versions instead of PATH
     "ED611": 1,  # an older DLL copy loading first: "%1" errors (ED604's) or no confirmed cause
 }
