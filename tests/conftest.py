@@ -118,6 +118,14 @@ def _turn(folder: Path, exclusive: bool) -> Iterator[None]:
             fcntl.flock(gate, fcntl.LOCK_UN)
 
 
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """A test that needs an early run (a real torch child, a check process, mypy) is slow: the
+    fast tier (`-m "not slow"`) starts none of them."""
+    if item.get_closest_marker("early") is not None:
+        item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(trylast=True)  # after `-m`/`-k` deselect: a deselected test's runs never start
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Queue the early runs the selected tests declare (tests/early.py), and run those tests last:
     the other tests then run while the queue works, and the runs are done when they are needed."""

@@ -21,7 +21,7 @@ FIXTURES = ROOT / "fixtures"
 ACTION: dict[str, Any] = YAML(typ="safe").load((ROOT / "action.yml").read_text(encoding="utf-8"))
 _EXPRESSION = re.compile(r"\$\{\{\s*([\w.-]+)\s*\}\}")
 
-pytestmark = pytest.mark.skipif(os.name == "nt", reason="the action's steps are bash")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(os.name == "nt", reason="the action's steps are bash")]
 
 
 @dataclass

@@ -137,6 +137,7 @@ def test_bad_input_is_one_line_and_exit_2(
     [(("check", "--from", "{notjson.json}"), "not JSON"), (("frobnicate",), "No such command")],
     ids=["our own error", "a usage error"],
 )
+@pytest.mark.slow
 def test_bad_input_in_a_real_process(args: tuple[str, ...], message: str, bad_files: dict[str, str]) -> None:
     """The console entry point (launch.py, then the CLI) turns both kinds of error into one line."""
     result = run(*_fill(args, bad_files))
@@ -196,6 +197,7 @@ def _installed_torch_version() -> types.ModuleType:
 
 
 @pytest.mark.early(LIVE_CHECK, DEFAULT_RUN)
+@pytest.mark.slow
 def test_live_check_tells_the_truth_about_this_machine(
     tmp_path: Path, cli: Cli, shared_torch_child: RealTorchChild
 ) -> None:
@@ -250,6 +252,7 @@ def test_forced_terminal_colour_respects_no_color(cli: Cli, monkeypatch: pytest.
     assert "\x1b[" not in in_ci.out  # CI mode: plain text
 
 
+@pytest.mark.slow
 def test_rules_and_explain_cover_every_rule(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every rule through the console entry point (the lean path a user's `explain` takes); the
     typer app's `explain` for one, as a command line it does not take answers it."""
@@ -284,6 +287,7 @@ def test_check_is_read_only(cli: Cli, tmp_path: Path, monkeypatch: pytest.Monkey
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
+@pytest.mark.slow
 def test_broken_active_environment_is_exit_2(tmp_path: Path) -> None:
     """The active environment's interpreter is asked in the background (and the console entry point
     starts its torch child early): a dead one is still one line and exit 2, in a real process."""
@@ -307,6 +311,7 @@ def test_broken_active_environment_is_exit_2(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(os.name != "posix", reason="sends SIGINT, as a terminal does on Ctrl-C")
+@pytest.mark.slow
 def test_ctrl_c_is_a_quiet_exit_130() -> None:
     """Ctrl-C while the probes run: exit 130, no traceback and no half-printed report."""
     import psutil

@@ -135,6 +135,7 @@ def _piped(code: str, args: list[str], extra: Mapping[str, str]) -> subprocess.C
     ],
     ids=["pipe", "forced-colour", "no-color"],
 )
+@pytest.mark.slow
 def test_piped_page_equals_typers(extra: dict[str, str], args: list[str]) -> None:
     """Real processes: typer reads FORCE_COLOR and TERMINAL_WIDTH once, when it is imported."""
     lean, full = _piped(LEAN, args, extra), _piped(TYPER, args, extra)
@@ -156,6 +157,7 @@ def test_no_arguments_page_equals_typers(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
+@pytest.mark.slow
 def test_terminal_page_equals_typers() -> None:
     """In a 93-column pseudo-terminal: colour codes and the terminal's width, as typer draws them."""
     import fcntl
@@ -189,6 +191,7 @@ def test_terminal_page_equals_typers() -> None:
     assert lean == full
 
 
+@pytest.mark.slow
 def test_shell_completion_is_offered_on_every_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 13 item 26: typer's --install-completion/--show-completion are on, and the lean
     start-up page lists them as typer does."""

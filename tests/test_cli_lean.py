@@ -152,6 +152,7 @@ def test_a_stdout_click_would_re_encode_is_left_to_it(monkeypatch: pytest.Monkey
     [["--help"], ["explain", "ED101"], ["rules"], ["install"]],
     ids=" ".join,
 )
+@pytest.mark.slow
 def test_quick_commands_load_no_cli_framework_and_no_gpu_library(argv: list[str]) -> None:
     script = (
         "import sys\n"
@@ -290,6 +291,7 @@ print(json.dumps(seen), file=sys.stderr)
     ],
     ids=["another platform", "this platform"],
 )
+@pytest.mark.slow
 def test_a_described_install_loads_only_its_module_set(
     args: list[str], allowed: set[str], dataclasses: int, tmp_path: Path
 ) -> None:

@@ -32,6 +32,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 ENVDOCTOR = [sys.executable, "-m", "envdoctor"]
 USER, TOKEN = "reader", "tokResolvePLANTED"
 

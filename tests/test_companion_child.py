@@ -32,7 +32,7 @@ from tests.cli_support import run_cli
 # Decided without importing torch: an import at collection cost every pytest-xdist worker seconds,
 # and these tests need torch only in the children they start.
 _TORCH = importlib.util.find_spec("torch")
-pytestmark = pytest.mark.skipif(_TORCH is None, reason="needs torch")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(_TORCH is None, reason="needs torch")]
 
 
 def torch_version() -> str:

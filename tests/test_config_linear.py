@@ -12,6 +12,8 @@ from envdoctor.model.sources import LOADED, UNREADABLE
 from envdoctor.probes.mirrors import CONFIG_MAX_BYTES
 from tests.test_mirrors_probe import probe
 
+pytestmark = pytest.mark.slow
+
 UV_TOML = "/home/user/.config/uv/uv.toml"
 
 

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from tests.fixture_support import console_text, fixture_names, fixture_report
+
+pytestmark = pytest.mark.slow
 
 
 def test_verbose_groups_nested_facts_under_headings() -> None:

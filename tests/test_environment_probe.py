@@ -112,6 +112,7 @@ def test_broken_answers_become_errors_not_tracebacks() -> None:
     assert environment.os_release_name("# nothing\n") is None
 
 
+@pytest.mark.slow
 def test_the_real_package_child_answers_here() -> None:
     out = subprocess.run(
         [sys.executable, str(Path(CHILD_DIR) / "packages.py")], capture_output=True, text=True, timeout=60

@@ -38,7 +38,7 @@ from tests.test_companion_child import (
 )
 
 # Decided without importing torch (an import at collection cost every pytest-xdist worker seconds).
-pytestmark = pytest.mark.skipif(_TORCH is None, reason="needs torch")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(_TORCH is None, reason="needs torch")]
 
 SLOW = os.environ.get("ENVDOCTOR_SLOW_TESTS") == "1"
 # Taken at import: REPAIR runs in the background (tests/early.py) while in-process tests change

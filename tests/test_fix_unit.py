@@ -369,6 +369,7 @@ def test_live_stream_hands_over_each_line_and_the_exit_status() -> None:
     assert sorted(lines) == ["one\n", "two\n"] and "one" in result.stdout
 
 
+@pytest.mark.slow
 def test_live_stream_ends_a_program_that_outlives_its_time() -> None:
     import sys
     import time

@@ -39,12 +39,15 @@ from tests.fleet_support import (
 # Decided without importing torch (an import at collection cost every pytest-xdist worker seconds):
 # torch.distributed is a folder of the torch package.
 _TORCH = importlib.util.find_spec("torch")
-pytestmark = pytest.mark.skipif(
-    _TORCH is None
-    or _TORCH.origin is None
-    or not (Path(_TORCH.origin).parent / "distributed" / "__init__.py").is_file(),
-    reason="the distributed check needs torch",
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        _TORCH is None
+        or _TORCH.origin is None
+        or not (Path(_TORCH.origin).parent / "distributed" / "__init__.py").is_file(),
+        reason="the distributed check needs torch",
+    ),
+]
 HAVE_NUMPY = importlib.util.find_spec("numpy") is not None
 
 

@@ -223,6 +223,7 @@ def fixtures_report(fixture_folder: Path) -> FleetReport:
 
 
 @pytest.mark.parametrize("fmt", ["console", "json", "markdown", "github", "junit"])
+@pytest.mark.slow
 def test_every_format_renders_the_fleet(fixtures_report: FleetReport, fmt: str) -> None:
     text = render(fixtures_report, fmt)
     codes = {f.code for f in fixtures_report.findings}
@@ -278,6 +279,7 @@ def test_a_healthy_fleet_exits_0_with_a_progress_bar(
     assert "3 nodes  ok" in result.out and "n0, n1, n2" in result.out
 
 
+@pytest.mark.slow
 def test_helper_processes_give_the_same_verdicts(
     monkeypatch: pytest.MonkeyPatch, fixture_folder: Path
 ) -> None:

@@ -85,6 +85,7 @@ def test_huge_gpu_memory_is_one_line_exit_2(
         "deep-own-table",
     ],
 )
+@pytest.mark.slow
 def test_bad_values_in_config_files_are_one_line_exit_2(
     name: str,
     text: str,
@@ -166,6 +167,7 @@ def test_the_planner_ends_for_every_manager_arch_and_release(
 # --- 13: a deleted working folder -------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_deleted_working_folder_is_no_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -321,6 +323,7 @@ CLOSED_STDOUT = [
 @pytest.mark.parametrize(
     ("how", "argv", "code"), CLOSED_STDOUT, ids=[f"{h}-{a[0]}" for h, a, _ in CLOSED_STDOUT]
 )
+@pytest.mark.slow
 def test_a_reader_that_goes_away_costs_nothing(how: str, argv: list[str], code: int) -> None:
     if how == "pipe":
         done = subprocess.run(
@@ -366,6 +369,7 @@ def test_config_and_output_paths_that_would_block_are_errors_at_once(
     assert time.monotonic() - started < 10
 
 
+@pytest.mark.slow
 def test_output_to_a_pipe_that_is_read_still_works(tmp_path: Path) -> None:
     # `-o /dev/stdout` is a pipe here: opened without waiting, written normally.
     done = subprocess.run(

@@ -17,6 +17,10 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow
+
 PACKAGE = Path(__file__).resolve().parent.parent / "envdoctor"
 CHILD = "envdoctor.child"  # stdlib-only scripts run in the examined interpreter: outside the graph
 

@@ -95,6 +95,7 @@ def test_nothing_fits_exits_1_and_says_what_to_change() -> None:
     assert "Instead: use torch 2.11.0 (cu128), the newest that fits: --torch 2.11.0" in result.output
 
 
+@pytest.mark.slow
 def test_install_does_not_import_torch() -> None:
     import subprocess
     import sys
@@ -118,6 +119,7 @@ def test_install_does_not_import_torch() -> None:
     ],
     ids=["another platform", "this platform described"],
 )
+@pytest.mark.slow
 def test_install_imports_only_the_probe_modules_it_reads(args: list[str], read: set[str]) -> None:
     """The probe registry is built on first use, and install imports a probe where it reads with it:
     `install` must not pay for importing every probe, nor the GPU probes when --driver is given."""

@@ -22,6 +22,8 @@ from envdoctor.rules.base import RuleContext
 from envdoctor.target import TargetError, choose_interpreter, resolve_target
 from tests.cli_support import run_cli
 
+pytestmark = pytest.mark.slow
+
 PIPX = "/home/u/.local/share/pipx/venvs/envdoctor"
 PROJECT = "/home/u/proj"
 WINDOWS = PlatformInfo("Windows", "11", "10.0.22631", "AMD64")

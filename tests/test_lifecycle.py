@@ -21,7 +21,10 @@ from envdoctor.model.sources import UNREADABLE
 from envdoctor.probes.mirrors import collect_pip, collect_uv
 from envdoctor.target import PythonInfo
 
-pytestmark = pytest.mark.skipif(os.name != "posix", reason="process groups and signals are POSIX")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(os.name != "posix", reason="process groups and signals are POSIX"),
+]
 
 ENVDOCTOR = [sys.executable, "-m", "envdoctor"]
 HANGING_TORCH = """\

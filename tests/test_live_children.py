@@ -17,6 +17,8 @@ from envdoctor.probes import torch_build
 from envdoctor.target import resolve_target
 from tests.real_torch import DEFAULT_RUN, real_torch_child
 
+pytestmark = pytest.mark.slow
+
 TORCH_PRESENT = importlib.util.find_spec("torch") is not None
 posix_only = pytest.mark.skipif(os.name != "posix", reason="fake interpreters are shell scripts")
 

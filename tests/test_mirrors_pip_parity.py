@@ -21,7 +21,10 @@ from envdoctor.probes.base import ProbeContext
 from envdoctor.probes.mirrors import collect
 from envdoctor.target import PythonInfo, Target
 
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="compares Linux file locations")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(sys.platform != "linux", reason="compares Linux file locations"),
+]
 
 
 def _environ(home: Path, **extra: str) -> dict[str, str]:

@@ -18,9 +18,12 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("ENVDOCTOR_SLOW_TESTS") != "1", reason="slow: set ENVDOCTOR_SLOW_TESTS=1 to run"
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        os.environ.get("ENVDOCTOR_SLOW_TESTS") != "1", reason="slow: set ENVDOCTOR_SLOW_TESTS=1 to run"
+    ),
+]
 
 
 def _run(

@@ -29,6 +29,8 @@ from envdoctor.model.sources import (
 )
 from tests.cli_support import run_cli
 
+pytestmark = pytest.mark.slow
+
 FIND_LINKS = Source("/opt/wheels", SourceKind.FIND_LINKS, "PIP_FIND_LINKS", local=True)
 OFFICIAL = "https://download.pytorch.org/whl/"
 DEFAULT = "https://default-index.example.invalid/simple"

@@ -26,6 +26,8 @@ from envdoctor.plugin import Hit, RuleDoc, rule
 from envdoctor.plugin.loader import PROBES_GROUP, RULES_GROUP, EntryPoint, PluginError, load
 from envdoctor.probes.base import ProbeSpec
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 PLUGIN = ROOT / "tests" / "plugins" / "acme-envdoctor"
 DOC = ROOT / "docs" / "plugins.md"

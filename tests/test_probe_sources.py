@@ -21,6 +21,8 @@ from tests.host_builder import Machine
 from tests.machine_sources import CONSTRAINTS, LOCAL_TORCH, this_machine
 from tests.support import context
 
+pytestmark = pytest.mark.slow
+
 
 def _pip(**settings: str) -> PipConfig:
     found = tuple(PipSetting("global", k.replace("_", "-"), v, "/etc/pip.conf") for k, v in settings.items())

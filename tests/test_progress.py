@@ -17,6 +17,8 @@ import pytest
 
 from envdoctor.progress import Progress, wanted
 
+pytestmark = pytest.mark.slow
+
 
 class Terminal(io.StringIO):
     """A stream that says it is a terminal, as stderr in a terminal does."""

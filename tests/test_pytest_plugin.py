@@ -18,6 +18,8 @@ import pytest
 from envdoctor.integrations.pytest_plugin import header_line, skip_reason
 from tests.fixture_support import fixture_report
 
+pytestmark = pytest.mark.slow
+
 HAVE_TORCH = find_spec("torch") is not None
 
 SCRATCH_TESTS = """

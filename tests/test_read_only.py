@@ -15,6 +15,8 @@ import pytest
 
 from tests.cli_support import run_cli
 
+pytestmark = pytest.mark.slow
+
 FAKE_TORCH = {
     "__init__.py": "from torch import version\n__version__ = '0.0.1+cpu'\n",
     "version.py": "cuda = None\nhip = None\n",

@@ -42,6 +42,7 @@ def test_every_code_fence_is_closed(path: Path) -> None:
     assert all(f == "```" for f in fences[1::2]), f"{path.name}: a block closes with {fences[1::2]}"
 
 
+@pytest.mark.slow
 def test_readme_samples_are_what_the_commands_print_today() -> None:
     """Regenerate with `python -m tests.regen_docs`."""
     from tests.regen_docs import SAMPLE, run_sample
@@ -58,6 +59,7 @@ def test_docs_rules_is_the_registry() -> None:
     assert RULES_DOC.read_text(encoding="utf-8") == rules_doc(), "run `python -m tests.regen_docs`"
 
 
+@pytest.mark.slow
 def test_the_corpus_score_in_the_readme_is_the_tests_score() -> None:
     from tests.regen_docs import SCORE, _score_line
 

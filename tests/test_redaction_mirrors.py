@@ -81,6 +81,7 @@ def every_output(report: Report, snapshot_text: str) -> dict[str, str]:
     return outputs
 
 
+@pytest.mark.slow
 def test_tokens_never_leak_from_recorded_files() -> None:
     # The uv project file is in the working folder; the pyproject.toml above it is skipped by uv
     # (uv.toml found first), so it is planted a second time where uv does read it.
@@ -146,6 +147,7 @@ def planted_machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.mark.early(DEFAULT_RUN)
+@pytest.mark.slow
 def test_tokens_never_leak_from_the_command_line(
     planted_machine: Path, shared_torch_child: RealTorchChild
 ) -> None:

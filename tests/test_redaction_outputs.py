@@ -19,6 +19,8 @@ from envdoctor.cli.root import app
 from tests.cli_support import run_cli
 from tests.real_torch import NO_SMOKE_RUN, RealTorchChild
 
+pytestmark = pytest.mark.slow
+
 TOKENS = {
     "pip-file-url": "pipUrlPLANTED01",
     "pip-file-password": "pipPasswordPLANTED02",

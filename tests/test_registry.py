@@ -178,6 +178,7 @@ def test_every_rule_is_triggered_by_some_fixture() -> None:
     assert not unknown, f"goldens hold codes no rule has: {unknown}"
 
 
+@pytest.mark.slow
 def test_explain_prints_every_rule(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -253,6 +254,7 @@ def _probe_module(spec: ProbeSpec[Any]) -> str:
     return spec.collect.__module__
 
 
+@pytest.mark.slow
 def test_every_probe_has_a_test_module_that_runs_it() -> None:
     reached: dict[str, list[str]] = {}
     for path in sorted(TESTS.glob("test_*.py")):

@@ -22,6 +22,8 @@ from envdoctor.snapshot import Snapshot, load
 from tests.fixture_support import FIXTURES, fixture_names
 from tests.host_builder import LINUX, WINDOWS_11
 
+pytestmark = pytest.mark.slow
+
 GPU = Gpu(index=0, name="NVIDIA GeForce RTX 4090", capability=(8, 9), memory_total_bytes=25757220864)
 DEVICE = TorchDevice(
     index=0, name=GPU.name, capability=GPU.capability, total_memory_bytes=GPU.memory_total_bytes

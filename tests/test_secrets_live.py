@@ -25,6 +25,8 @@ import pytest
 
 from tests.index_server import build_index, serve
 
+pytestmark = pytest.mark.slow
+
 ENVDOCTOR = [sys.executable, "-m", "envdoctor"]
 
 TOKENS = {

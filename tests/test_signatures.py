@@ -43,6 +43,7 @@ def _matching_time(lines: int) -> float:
     return time.perf_counter() - started
 
 
+@pytest.mark.slow
 @pytest.mark.exclusive
 def test_matching_a_hostile_log_stays_linear() -> None:
     # Ten times the text takes about ten times as long; a pattern that backtracks over a long line

@@ -28,7 +28,10 @@ from tests.real_torch import DEFAULT_ARGS, DEFAULT_RUN, NO_SMOKE, NO_SMOKE_RUN, 
 
 # Decided without importing torch: an import at collection cost every pytest-xdist worker seconds;
 # the tests that use torch in this process ask for it (the `torch` fixture).
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch"),
+]
 
 
 @pytest.fixture(name="torch")

@@ -47,6 +47,7 @@ def test_check_passes_the_smoke_size_to_the_real_child(cli: Cli, shared_torch_ch
     assert {s["status"] for s in cpu["steps"]} == {"ok"}
 
 
+@pytest.mark.slow
 def test_rule_commands_do_not_import_torch(cli: Cli) -> None:
     code = "import sys; import envdoctor.cli.root, envdoctor.rules; print('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -22,6 +22,8 @@ from envdoctor.util.stream_text import GLYPHS, for_stream, protect
 from tests.cli_support import EncodedRun, run_entry
 from tests.fixture_support import FIXTURES
 
+pytestmark = pytest.mark.slow
+
 NO_DRIVER = str(FIXTURES / "linux-gpu-present-no-driver.json")
 WINDOWS = str(FIXTURES / "win11-rtx4070-pypi-cpu-torch.json")
 ENCODINGS = ("cp1252", "latin-1", "ascii")

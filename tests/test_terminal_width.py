@@ -101,6 +101,7 @@ def _check_at(width: int, monkeypatch: pytest.MonkeyPatch, in_a_process: bool) -
 
 
 @pytest.mark.parametrize(("width", "in_a_process"), [(50, True), (80, False)], ids=["50-process", "80"])
+@pytest.mark.slow
 def test_check_wraps_to_columns(width: int, in_a_process: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     code, out = _check_at(width, monkeypatch, in_a_process)
     assert code == 1
@@ -128,6 +129,7 @@ def test_rules_is_a_table_that_fits(width: int) -> None:
 
 
 @pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.slow
 def test_explain_wraps_and_ends_with_a_docs_link(width: int) -> None:
     for rule in RULES:
         text = cli_lean.explain(rule.code, {"COLUMNS": str(width)})

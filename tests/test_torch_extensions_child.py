@@ -25,6 +25,8 @@ from envdoctor.child import torch_probe as child
 from envdoctor.host.base import ChildOutcome
 from envdoctor.probes.torch_build import LoadStatus, facts_from_outcome
 
+pytestmark = pytest.mark.slow
+
 _TORCH = importlib.util.find_spec("torch")
 _GXX = shutil.which("g++")
 needs_compiler = pytest.mark.skipif(_TORCH is None or _GXX is None, reason="needs torch and g++")

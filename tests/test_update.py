@@ -71,6 +71,7 @@ def _overlay(cache: Path) -> dict[str, object]:
     return data
 
 
+@pytest.mark.slow
 def test_update_writes_the_new_releases_with_what_each_index_said(
     updated: tuple[Path, str, list[str]],
 ) -> None:
@@ -113,6 +114,7 @@ def test_update_writes_the_new_releases_with_what_each_index_said(
     assert f"Written: {cache / overlay.FILE_NAME}" in out
 
 
+@pytest.mark.slow
 def test_update_reads_metadata_files_never_wheels(updated: tuple[Path, str, list[str]]) -> None:
     _, _, requested = updated
     assert any(p.endswith(".whl.metadata") for p in requested)
@@ -146,6 +148,7 @@ def with_overlay(
     overlay.forget()
 
 
+@pytest.mark.slow
 def test_install_plans_the_release_the_update_found(with_overlay: Callable[..., str]) -> None:
     pinned = with_overlay("--torch", "2.16.0", "--os", "linux", "--python", "3.11", "--cuda", "cpu")
     # The suite is offline (ENVDOCTOR_OFFLINE): the plan is the offline route to the exact wheels.
@@ -163,6 +166,7 @@ def test_install_plans_the_release_the_update_found(with_overlay: Callable[..., 
     assert json.loads(older)["torch"] == "2.13.0"
 
 
+@pytest.mark.slow
 def test_install_from_a_fresh_process_reads_the_overlay(updated: tuple[Path, str, list[str]]) -> None:
     done = _run(
         updated[0], "install", "--torch", "2.16", "--os", "windows", "--python", "3.13", "--cuda", "cu128"
@@ -173,6 +177,7 @@ def test_install_from_a_fresh_process_reads_the_overlay(updated: tuple[Path, str
     )
 
 
+@pytest.mark.slow
 def test_a_second_update_keeps_the_releases_an_index_did_not_show_again(
     updated: tuple[Path, str, list[str]], index: Served, tmp_path: Path
 ) -> None:
@@ -196,6 +201,7 @@ def test_a_second_update_keeps_the_releases_an_index_did_not_show_again(
     assert rows["2.16.0"]["platforms"]["linux-x86_64"]["pypi"] != "none"
 
 
+@pytest.mark.slow
 def test_a_page_that_failed_keeps_what_the_overlay_knew_from_it(
     updated: tuple[Path, str, list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -233,6 +239,7 @@ def _closed_port() -> int:
         return int(probe.getsockname()[1])
 
 
+@pytest.mark.slow
 def test_an_unreachable_index_is_one_clear_error_and_nothing_is_written(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{_closed_port()}"
     started = time.monotonic()
@@ -271,6 +278,7 @@ def silent_server() -> Iterator[str]:
     listener.close()
 
 
+@pytest.mark.slow
 @pytest.mark.exclusive
 def test_a_silent_index_ends_at_the_time_limit(silent_server: str, tmp_path: Path) -> None:
     started = time.monotonic()
@@ -286,6 +294,7 @@ def test_a_silent_index_ends_at_the_time_limit(silent_server: str, tmp_path: Pat
     assert "no index answered" in done.stderr and "no answer within the time limit" in done.stderr
 
 
+@pytest.mark.slow
 def test_offline_refuses_with_one_line(tmp_path: Path) -> None:
     done = _run(tmp_path, "update", "--offline")
     assert done.returncode == 2
@@ -293,6 +302,7 @@ def test_offline_refuses_with_one_line(tmp_path: Path) -> None:
     assert done.stderr.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_a_corrupt_overlay_is_a_warning_and_the_built_in_data_still_plans(tmp_path: Path) -> None:
     (tmp_path / overlay.FILE_NAME).write_text('{"schema": "envdoctor.overlay/1", "releases": [')
     done = _run(tmp_path, "install", "--os", "linux", "--python", "3.11", "--cuda", "cpu", "-f", "json")

@@ -135,6 +135,7 @@ def test_missing_files_folders_and_a_terminal_with_nothing_pasted(
     assert run.code == 2 and "paste the error on standard input" in run.err
 
 
+@pytest.mark.slow
 def test_a_huge_log_is_read_at_its_ends_and_the_error_at_its_end_is_found(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
