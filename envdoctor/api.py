@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from envdoctor.engine import judge, registry_names, run_probes, selected_probes
@@ -12,6 +11,7 @@ from envdoctor.model.findings import Finding, Interpreter, Report, Severity
 from envdoctor.probes import CheckOptions, ProbeContext
 from envdoctor.settings import Settings, from_keywords
 from envdoctor.target import Target, TargetError, resolve_target
+from envdoctor.util.records import record
 
 
 def check(
@@ -64,7 +64,7 @@ def require(
     return report
 
 
-@dataclass(frozen=True)
+@record
 class CheckResult:
     """What `envdoctor.check()` returns: the report, shown as the report wherever it lands (a
     terminal as `check` prints it, a Jupyter notebook as Markdown or HTML)."""

@@ -11,10 +11,9 @@ Everything goes through the Host: no file is looked at, no program found, any ot
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from envdoctor.host.base import Host, OwnEnvironment
 from envdoctor.model.types import Interpreter, StaleVariable
+from envdoctor.util.records import record
 
 ACTIVATION_VARIABLES = ("VIRTUAL_ENV", "CONDA_PREFIX")
 PROJECT_FOLDERS = (".venv", "venv")
@@ -55,7 +54,7 @@ def own_label(own: OwnEnvironment) -> str:
     return "an environment without torch"
 
 
-@dataclass(frozen=True)
+@record
 class _Candidate:
     path: str
     what: str  # "the project environment ./.venv", ...

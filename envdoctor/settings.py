@@ -15,13 +15,14 @@ import difflib
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from envdoctor.model.findings import Expectations as Expectations  # re-exported: settings' own type
+from envdoctor.util.records import record
 from envdoctor.util.sizes import parse_size as parse_size
 
 CONFIG_FILE = "envdoctor.toml"
@@ -70,7 +71,7 @@ class ConfigError(SettingsError):
     """A config file that cannot be used; the message is one line naming the file."""
 
 
-@dataclass(frozen=True)
+@record
 class Names:
     """What --ignore, --only and --skip may name, handed in by the caller (engine.registry_names).
 
@@ -82,7 +83,7 @@ class Names:
     rules: Callable[[], Sequence[tuple[str, str]]]
 
 
-@dataclass(frozen=True)
+@record
 class Settings:
     """Everything that decides how `check` runs and judges, after merging file and options."""
 
@@ -221,7 +222,7 @@ def parse_probe_names(key: str, value: object, names_known: Names) -> tuple[str,
 # --- the keys ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class Key:
     name: str  # as in the config file and after "--" on the command line
     target: str  # "expectations.<field>" or a Settings field

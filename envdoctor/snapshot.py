@@ -6,13 +6,13 @@ The fixtures are snapshots too. Format "envdoctor.snapshot/1"; additive changes 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 from envdoctor.model.findings import Interpreter, PlatformInfo, ProbeResult, ProbeStatus
 from envdoctor.probes import PROBES_BY_NAME, ProbeSpec
 from envdoctor.util import limits
+from envdoctor.util.records import record
 from envdoctor.util.redact import redact
 from envdoctor.util.serde import DataError, from_data, to_data
 from envdoctor.version import __version__
@@ -24,7 +24,7 @@ class SnapshotError(Exception):
     """A file that cannot be used as a snapshot; the message is one line naming the file."""
 
 
-@dataclass(frozen=True)
+@record
 class Snapshot:
     platform: PlatformInfo
     interpreter: Interpreter

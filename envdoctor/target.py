@@ -7,13 +7,13 @@ import dataclasses
 import ntpath
 import posixpath
 import threading
-from dataclasses import dataclass
 
 from envdoctor import choose
 from envdoctor.host.base import Host
 from envdoctor.host.ending import ending_of_outcome
 from envdoctor.model.types import Interpreter
 from envdoctor.util import threads
+from envdoctor.util.records import record
 from envdoctor.util.serde import DataError, from_data
 
 _INFO_TIMEOUT = 20.0
@@ -23,7 +23,7 @@ class TargetError(Exception):
     """The interpreter to examine cannot be used; the message is one line for the user."""
 
 
-@dataclass(frozen=True)
+@record
 class PythonInfo:
     executable: str
     version: str

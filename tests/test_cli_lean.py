@@ -218,6 +218,7 @@ PLANNER_MODULES = {
     "envdoctor.util.lifecycle",
     "envdoctor.util.limits",
     "envdoctor.util.pep503",
+    "envdoctor.util.records",
     "envdoctor.util.redact",
     "envdoctor.util.stream_text",
     "envdoctor.util.textwidth",
@@ -296,7 +297,7 @@ def test_a_described_install_loads_only_its_module_set(
     args: list[str], allowed: set[str], dataclasses: int, tmp_path: Path
 ) -> None:
     """The described-machine install path keeps to its module set and its dataclass count (each
-    frozen dataclass is built at import: ~1.4 ms on a slow CPU). Run with no pip, uv or conda
+    record is built at import: ~0.5 ms here, bench/records.py). Run with no pip, uv or conda
     configuration, so that only what a described machine always needs is counted."""
     if sys.platform == "darwin":
         pytest.skip("macOS takes no --driver")

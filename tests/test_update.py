@@ -403,6 +403,46 @@ def test_fetch_all_keys_every_answer_by_url(own_index: Served) -> None:
     assert answers[urls[1]].status == 404 and answers[urls[1]].error == "HTTP 404"
 
 
+def _port_nobody_listens_on() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def no_proxies(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    import urllib.request
+
+    for name in [n for n in os.environ if n.lower().endswith("_proxy")]:
+        monkeypatch.delenv(name)
+    # As in a fresh process: urlopen's opener, once built, would keep the proxies of its time.
+    monkeypatch.setattr(urllib.request, "_opener", None)
+    return monkeypatch
+
+
+def test_a_proxy_gone_from_the_environment_is_not_used_later(
+    own_index: Served, no_proxies: pytest.MonkeyPatch
+) -> None:
+    """A long-lived process (the pytest plugin, a notebook): the proxies are read at each request."""
+    url = f"{own_index.url}/simple/torch/"
+    with no_proxies.context() as during:
+        during.setenv("http_proxy", f"http://127.0.0.1:{_port_nobody_listens_on()}")
+        assert fetch(Request(url)).error == "connection refused"  # it went to the proxy
+    assert fetch(Request(url)).ok
+
+
+def test_the_host_s_environment_names_the_proxies_of_a_reachability_check(
+    own_index: Served, no_proxies: pytest.MonkeyPatch
+) -> None:
+    from envdoctor.host.live import LiveHost
+
+    url = f"{own_index.url}/simple/torch/"
+    dead = f"http://127.0.0.1:{_port_nobody_listens_on()}"
+    assert LiveHost({"http_proxy": dead}).url_status(url, 5).status is None
+    assert LiveHost({"http_proxy": dead, "no_proxy": "127.0.0.1"}).url_status(url, 5).status == 200
+    assert LiveHost({}).url_status(url, 5).status == 200
+
+
 @pytest.mark.parametrize(
     ("requires", "cuda", "nvidia"),
     [

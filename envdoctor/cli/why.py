@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
 from enum import Enum
 from typing import BinaryIO, Optional
 
 import typer
 
 from envdoctor.cli import shared
+from envdoctor.util.records import record
 
 HEAD_BYTES = 64 * 1024  # the start of a log: the command that ran, the versions it printed
 TAIL_BYTES = 960 * 1024  # its end: where the traceback and the error are
@@ -30,7 +30,7 @@ class WhyFormat(str, Enum):
     markdown = "markdown"
 
 
-@dataclass(frozen=True)
+@record
 class Pasted:
     text: str
     read_bytes: int  # how much of the input there was (as far as it was read)

@@ -7,13 +7,13 @@ recorded state; an unpinned name is "the version pip chooses". `diff` compares t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
 from envdoctor.fix.state import EnvState
 from envdoctor.util.pep503 import normalize_name
+from envdoctor.util.records import record
 
 CHOSEN = "the version pip chooses"
 
@@ -30,7 +30,7 @@ _VALUED = frozenset(
 )  # fmt: skip
 
 
-@dataclass(frozen=True)
+@record
 class Change:
     name: str
     before: str | None  # None: not installed

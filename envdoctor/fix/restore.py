@@ -9,14 +9,13 @@ and pip is kept from moving anything else.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from envdoctor.fix.state import EnvState, Installed
+from envdoctor.util.records import record
 
 _ARCHIVES = (".whl", ".tar.gz", ".zip", ".tar.bz2")
 
 
-@dataclass(frozen=True)
+@record
 class RestorePlan:
     commands: tuple[tuple[str, ...], ...]
     cannot: tuple[str, ...] = ()  # what the commands cannot put back, one sentence each

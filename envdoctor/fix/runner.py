@@ -20,6 +20,7 @@ from envdoctor.host.base import CommandResult, Host
 from envdoctor.model.findings import Report, Severity
 from envdoctor.shell import join
 from envdoctor.util import lifecycle
+from envdoctor.util.records import record
 
 FIXED, NOT_FIXED, USAGE, INTERRUPTED = 0, 1, 2, 130
 COMMAND_TIMEOUT = 1800.0  # a CUDA torch is 2-3 GB: generous, yet never a hang
@@ -33,7 +34,7 @@ class Console(Protocol):
     def confirm(self, question: str) -> bool: ...
 
 
-@dataclass(frozen=True)
+@record
 class FixRequest:
     yes: bool = False
     dry_run: bool = False

@@ -12,15 +12,14 @@ never starts with a route that cannot answer while another can.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from envdoctor.model.findings import Finding, Fix, FixKind, Report, Severity
 from envdoctor.shell import split
+from envdoctor.util.records import record
 
 _PIP_ACTIONS = ("install", "uninstall")
 
 
-@dataclass(frozen=True)
+@record
 class Route:
     """One way to apply a step: its sentence, its commands as text and as argument lists."""
 
@@ -30,7 +29,7 @@ class Route:
     unreachable: tuple[str, ...] = ()  # hosts it names that the report marks unreachable
 
 
-@dataclass(frozen=True)
+@record
 class Step:
     """One install fix to run: the findings it answers, and its routes, the first tried first."""
 
@@ -50,7 +49,7 @@ class Step:
         return self.routes[0].argvs
 
 
-@dataclass(frozen=True)
+@record
 class ManualStep:
     """A finding envdoctor fix cannot act on, and the fixes it prints for the user."""
 
@@ -59,7 +58,7 @@ class ManualStep:
     fixes: tuple[Fix, ...]
 
 
-@dataclass(frozen=True)
+@record
 class Selection:
     steps: tuple[Step, ...]
     manual: tuple[ManualStep, ...]

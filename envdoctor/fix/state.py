@@ -11,11 +11,11 @@ import json
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from envdoctor.host.base import Host
 from envdoctor.util.pep503 import normalize_name
+from envdoctor.util.records import record
 
 STATE_SCHEMA = "envdoctor.fix-state/1"
 _FAMILY = frozenset({"torch", "torchvision", "torchaudio", "triton", "pytorch-triton", "pytorch-triton-rocm"})
@@ -32,7 +32,7 @@ def in_family(name: str) -> bool:
     return key in _FAMILY or key.startswith("nvidia-")
 
 
-@dataclass(frozen=True)
+@record
 class Installed:
     name: str
     version: str
@@ -52,7 +52,7 @@ class Installed:
         return f"{by} from {self.url}" if self.url else f"{by} from an index"
 
 
-@dataclass(frozen=True)
+@record
 class EnvState:
     python: str
     dists: tuple[Installed, ...]
@@ -74,20 +74,20 @@ def state_from_records(python: str, records: Sequence[Mapping[str, Any]]) -> Env
     if not any(r.get("record") == "done" for r in records):
         raise StateError(f"{python}: the package listing did not finish")
     dists = []
-    for record in records:
-        if record.get("record") != "dist":
+    for item in records:
+        if item.get("record") != "dist":
             continue
-        name, version = record.get("name"), record.get("version")
+        name, version = item.get("name"), item.get("version")
         if not isinstance(name, str) or not isinstance(version, str):
             continue
-        installer, url = record.get("installer"), record.get("url")
+        installer, url = item.get("installer"), item.get("url")
         dists.append(
             Installed(
                 name=name,
                 version=version,
                 installer=installer if isinstance(installer, str) else None,
                 url=url if isinstance(url, str) else None,
-                editable=record.get("editable") is True,
+                editable=item.get("editable") is True,
             )
         )
     return EnvState(python, tuple(sorted(dists, key=lambda d: d.key)))

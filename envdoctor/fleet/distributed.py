@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import timedelta
 from typing import Any
 
@@ -53,6 +53,7 @@ from envdoctor.model.findings import Severity
 from envdoctor.probes import CheckOptions
 from envdoctor.settings import Settings
 from envdoctor.util import threads
+from envdoctor.util.records import record
 
 # Each phase ends at this fraction of --timeout after the rank started.
 CONNECT_BY = 0.30
@@ -69,7 +70,7 @@ EXIT_USAGE = 2
 _TEST_EXIT = 70  # the exit code of a rank the crash hook ends
 
 
-@dataclass(frozen=True)
+@record
 class ClusterOptions:
     timeout: float = 120.0
     backend: str = "auto"  # auto, nccl or gloo
@@ -80,7 +81,7 @@ class ClusterOptions:
     settings: Settings = field(default_factory=Settings)
 
 
-@dataclass(frozen=True)
+@record
 class Plan:
     """Rank 0's decision, read by every rank, so that all of them do the same thing."""
 

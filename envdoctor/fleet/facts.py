@@ -7,9 +7,9 @@ Nothing here touches the OS or torch; offline.py and distributed.py fill these i
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 
 from envdoctor.model.findings import Severity
+from envdoctor.util.records import record
 
 NOT_INSTALLED = "not installed"  # Stack.torch of a node without torch
 
@@ -19,13 +19,13 @@ class FleetMode(str, enum.Enum):
     DISTRIBUTED = "distributed"  # `envdoctor cluster` under a launcher
 
 
-@dataclass(frozen=True)
+@record
 class GpuModel:
     name: str
     count: int
 
 
-@dataclass(frozen=True)
+@record
 class Component:
     """A package beside torch whose version nodes should agree on (torchvision, torchaudio)."""
 
@@ -33,7 +33,7 @@ class Component:
     version: str
 
 
-@dataclass(frozen=True)
+@record
 class Stack:
     """What the nodes of one job must agree on. None: absent (torch, CUDA) or unknown (NCCL offline)."""
 
@@ -80,7 +80,7 @@ class Stack:
         return " · ".join(parts)
 
 
-@dataclass(frozen=True)
+@record
 class FindingBrief:
     """One finding of a node's own check, as the fleet report names it."""
 
@@ -90,7 +90,7 @@ class FindingBrief:
     title: str
 
 
-@dataclass(frozen=True)
+@record
 class NodeCheck:
     """A node's own `check` verdict. Nodes whose snapshots hold the same facts share one."""
 
@@ -108,7 +108,7 @@ class NodeCheck:
         return self.findings[0] if self.findings else None
 
 
-@dataclass(frozen=True)
+@record
 class NodeGroup:
     """Nodes with one stack and one verdict; `stack` is None when the node's check gave no snapshot."""
 
@@ -156,13 +156,13 @@ class RankState(str, enum.Enum):
     FAILED = "failed"  # its own flow raised; the error says what
 
 
-@dataclass(frozen=True)
+@record
 class EnvVar:
     name: str
     value: str
 
 
-@dataclass(frozen=True)
+@record
 class RankInfo:
     """What one rank says about itself when it joins."""
 
@@ -184,7 +184,7 @@ class RankInfo:
         return next((v.value for v in self.env if v.name == name), None)
 
 
-@dataclass(frozen=True)
+@record
 class CollectiveResult:
     """One rank's all-reduce: the correctness check on known values, then a timed loop."""
 
@@ -199,7 +199,7 @@ class CollectiveResult:
     busbw: float | None = None  # bytes/s: algbw × 2(n-1)/n, as nccl-tests defines it
 
 
-@dataclass(frozen=True)
+@record
 class RankOutcome:
     rank: int
     state: RankState
@@ -209,7 +209,7 @@ class RankOutcome:
     error: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Rendezvous:
     """How this rank reached the launcher's store (MASTER_ADDR:MASTER_PORT)."""
 
@@ -222,7 +222,7 @@ class Rendezvous:
     seconds: float = 0.0
 
 
-@dataclass(frozen=True)
+@record
 class Collective:
     """The all-reduce as a whole, from rank 0's side."""
 
@@ -232,7 +232,7 @@ class Collective:
     waited_seconds: float = 0.0
 
 
-@dataclass(frozen=True)
+@record
 class Unreadable:
     """A file given to `envdoctor fleet` that is no usable snapshot."""
 
@@ -240,7 +240,7 @@ class Unreadable:
     reason: str
 
 
-@dataclass(frozen=True)
+@record
 class FleetFacts:
     mode: FleetMode
     groups: tuple[NodeGroup, ...] = ()

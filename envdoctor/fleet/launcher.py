@@ -12,7 +12,8 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+
+from envdoctor.util.records import record
 
 
 class LaunchError(Exception):
@@ -27,7 +28,7 @@ class LauncherKind(str, enum.Enum):
     PMI = "pmi"
 
 
-@dataclass(frozen=True)
+@record
 class Launch:
     kind: LauncherKind
     rank: int

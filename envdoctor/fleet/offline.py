@@ -13,7 +13,6 @@ import os
 import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from itertools import islice
 
 from envdoctor.fleet.digest import digest_files, facts_digest
@@ -21,6 +20,7 @@ from envdoctor.fleet.facts import FleetFacts, FleetMode, Unreadable
 from envdoctor.fleet.nodes import Grouper, diagnose_snapshot, natural_key, stack_of
 from envdoctor.settings import Settings
 from envdoctor.snapshot import SCHEMA, SnapshotError, snapshot_from_data
+from envdoctor.util.records import record
 
 SUFFIX = ".json"
 SERIAL = 1000  # files digested here before helper processes start: small fleets never pay for them
@@ -31,7 +31,7 @@ class InputError(Exception):
     """A path given on the command line that names nothing usable; one line, exit 2."""
 
 
-@dataclass(frozen=True)
+@record
 class Entry:
     path: str
     node: str  # the node's name: the file's path under the folder given, without ".json"

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from envdoctor.engine import evaluate
 from envdoctor.fleet.facts import FleetFacts
 from envdoctor.model.findings import Finding, Interpreter, PlatformInfo, Severity
 from envdoctor.rules.base import RuleContext
 from envdoctor.rules.fleet import RULES as FLEET_RULES
 from envdoctor.settings import Settings
+from envdoctor.util.records import record
 from envdoctor.util.redact import redact
 from envdoctor.version import __version__
 
@@ -19,7 +18,7 @@ _NO_PLATFORM = PlatformInfo(system="fleet", release="", version="", machine="")
 _NO_INTERPRETER = Interpreter(path="", reason="a fleet: each node names its own")
 
 
-@dataclass(frozen=True)
+@record
 class FleetReport:
     facts: FleetFacts
     findings: tuple[Finding, ...]

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import errno
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from envdoctor.model.types import PlatformInfo
+from envdoctor.util.records import record
 
 
-@dataclass(frozen=True)
+@record
 class CommandResult:
     """The outcome of running a program: it may not start, may time out, or may exit non-zero."""
 
@@ -29,7 +29,7 @@ class CommandResult:
         return self.returncode == 0 and not self.timed_out and self.start_error is None
 
 
-@dataclass(frozen=True)
+@record
 class ChildOutcome:
     """A stdlib-only script run in some interpreter: the JSON records it printed and how it ended.
 
@@ -46,19 +46,19 @@ class ChildOutcome:
     seconds: float = 0.0
 
 
-@dataclass(frozen=True)
+@record
 class MemoryInfo:
     total_bytes: int
     available_bytes: int
 
 
-@dataclass(frozen=True)
+@record
 class DiskInfo:
     total_bytes: int
     free_bytes: int
 
 
-@dataclass(frozen=True)
+@record
 class UrlStatus:
     """What one short request to a URL got: an HTTP status, or why nothing answered."""
 
@@ -76,7 +76,7 @@ def not_a_regular_file(path: str, what: str | None = None) -> OSError:
     return OSError(errno.EINVAL, what or "not a regular file (a pipe, socket or device)", path)
 
 
-@dataclass(frozen=True)
+@record
 class OwnEnvironment:
     """The environment envdoctor itself runs in: where it is, and whether torch is importable there."""
 

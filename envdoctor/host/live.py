@@ -244,7 +244,7 @@ class LiveHost:
             return None
 
     def url_status(self, url: str, timeout: float) -> UrlStatus:
-        return _url_status(url, timeout)
+        return _url_status(url, timeout, self._env)
 
     def home(self) -> str | None:
         # What expanduser("~") gives, read from this host's environment: pip finds its legacy user
@@ -619,8 +619,8 @@ def _windows_file_version(path: str) -> str | None:
     return f"{ms >> 16}.{ms & 0xFFFF}.{ls >> 16}.{ls & 0xFFFF}"
 
 
-def _url_status(url: str, timeout: float) -> UrlStatus:
-    """urllib, with the proxies the environment names (as pip uses them); the body is not read.
+def _url_status(url: str, timeout: float, environ: Mapping[str, str]) -> UrlStatus:
+    """urllib, with the proxies this host's environment names (as pip uses them); the body is not read.
 
     Asked without the URL's credentials: urllib cannot send them (it takes `user:token@host` for a
     host and a port, and its error names the token), and a 401 or 403 proves the host answers."""
@@ -629,7 +629,7 @@ def _url_status(url: str, timeout: float) -> UrlStatus:
     import urllib.error
     import urllib.request
 
-    from envdoctor.util.urls import host_problem, split_credentials
+    from envdoctor.util.urls import host_problem, opener_for, split_credentials
 
     bare = split_credentials(url).url
     problem = host_problem(bare)
@@ -637,7 +637,7 @@ def _url_status(url: str, timeout: float) -> UrlStatus:
         return UrlStatus(None, problem)
     request = urllib.request.Request(bare, headers={"User-Agent": "envdoctor"})
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with opener_for(bare, environ).open(request, timeout=timeout) as response:
             return UrlStatus(int(response.status))
     except urllib.error.HTTPError as exc:  # an answer all the same: the server is there
         return UrlStatus(exc.code)

@@ -7,11 +7,11 @@ install; this module decides *how to say it* for each package manager.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 
 from envdoctor import knowledge
 from envdoctor.knowledge import Release, conda, mirrors
 from envdoctor.shell import Shell, default_shell, render
+from envdoctor.util.records import record
 
 PIP_NO_PRIORITY = "pytorch/pytorch#96884"
 
@@ -21,7 +21,7 @@ class CommandKind(str, enum.Enum):
     PYPROJECT = "pyproject.toml"  # a snippet to paste into that file
 
 
-@dataclass(frozen=True)
+@record
 class Command:
     """A command as an argument list; it becomes text only at the edge (`render_command`)."""
 
@@ -43,7 +43,7 @@ def command_text(command: Command, os_name: str) -> str:
     return render_command(command, default_shell(os_name))
 
 
-@dataclass(frozen=True)
+@record
 class MirrorChoice:
     """A mirror the user named (--mirror) or that their pip configuration uses."""
 
@@ -75,7 +75,7 @@ def resolve_mirror(text: str, origin: str) -> MirrorChoice:
     return MirrorChoice(value, origin, pypi.url if pypi else None, wheels, pypi or wheels)
 
 
-@dataclass(frozen=True)
+@record
 class IndexChoice:
     """Where the packages come from: PyPI (or the configured mirror), a PEP 503 index, or flat links."""
 

@@ -11,12 +11,13 @@ probe and no interpreter machinery at all: each is imported where it runs (start
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from envdoctor.install import sources as planner_sources
 from envdoctor.util import threads
 from envdoctor.util.lazy_re import Lazy
+from envdoctor.util.records import record
 
 if TYPE_CHECKING:
     from envdoctor.host.base import Host
@@ -27,13 +28,13 @@ if TYPE_CHECKING:
 _TORCH_DIST = Lazy(r"^torch-(?P<version>[^-]+)\.dist-info$", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
+@record
 class PipIndex:
     url: str
     where: str  # the variable (PIP_INDEX_URL) or the config file it came from
 
 
-@dataclass(frozen=True)
+@record
 class Detected:
     os: str
     machine: str

@@ -14,7 +14,6 @@ can work here:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -24,12 +23,13 @@ from packaging.version import InvalidVersion, Version
 
 from envdoctor.install.commands import Command
 from envdoctor.install.sources import Sources, blocking
+from envdoctor.util.records import record
 
 if TYPE_CHECKING:
     from envdoctor.install.target import InstallTarget
 
 
-@dataclass(frozen=True)
+@record
 class PackageRequest:
     """What a rule wants installed, and where it officially comes from."""
 
@@ -41,7 +41,7 @@ class PackageRequest:
     replace_index: bool = True  # the index replaces the configured one (--index-url); else --extra-index-url
 
 
-@dataclass(frozen=True)
+@record
 class CondaRequest:
     """Conda packages for the examined conda environment."""
 
@@ -50,7 +50,7 @@ class CondaRequest:
     channel: str | None = None  # "conda-forge"; None: the configured channels
 
 
-@dataclass(frozen=True)
+@record
 class PackagePlan:
     commands: tuple[Command, ...]
     route: str  # "local", "index", "configured", or "none"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from packaging.version import Version
 
@@ -36,6 +36,7 @@ from envdoctor.knowledge import DriverVersion, Release, conda, variant_cuda
 from envdoctor.knowledge.archs import ArchList, CoverageKind, arch_list, coverage
 from envdoctor.knowledge.drivers import DriverKind, DriverSupport, driver_support, native_cuda
 from envdoctor.knowledge.gpus import is_tegra
+from envdoctor.util.records import record
 
 MANAGERS = ("pip", "uv", "conda")
 GET_STARTED = "https://pytorch.org/get-started/locally/"
@@ -54,7 +55,7 @@ class Route(str, enum.Enum):
     OFFLINE = "offline"  # nothing reachable has it: download the wheel elsewhere
 
 
-@dataclass(frozen=True)
+@record
 class InstallPlan:
     torch: str | None
     torchvision: str | None
@@ -73,7 +74,7 @@ class InstallPlan:
         return bool(self.commands)
 
 
-@dataclass(frozen=True)
+@record
 class _Choice:
     variant: str
     why: str

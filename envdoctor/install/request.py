@@ -5,13 +5,13 @@ business (exit 1)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from envdoctor import knowledge
 from envdoctor.knowledge import Release, gpu_vendors, mirrors, parse_driver, parse_version
 from envdoctor.knowledge.archs import Capability
 from envdoctor.knowledge.gpus import GpuSpec, parse_gpu
 from envdoctor.util.lazy_re import Lazy
+from envdoctor.util.records import record
 
 OS_NAMES = {
     "linux": "linux",
@@ -34,7 +34,7 @@ class RequestError(Exception):
     """A bad option value or a contradiction among given values: one line for the user."""
 
 
-@dataclass(frozen=True)
+@record
 class Given:
     """The raw option values; None means "not given"."""
 
@@ -120,7 +120,7 @@ def parse_driver_option(text: str) -> str:
     return text.strip()
 
 
-@dataclass(frozen=True)
+@record
 class GpuNote:
     """A --gpu value envdoctor cannot place: an NVIDIA GPU of unknown architecture, or another
     vendor's device, which a CUDA plan leaves out. Either way the plan says so."""
@@ -130,7 +130,7 @@ class GpuNote:
     nvidia: bool
 
 
-@dataclass(frozen=True)
+@record
 class VendorGpuOption:
     """--gpu gfx1100 (an AMD GPU by its gfx target) or --gpu xpu (an Intel GPU torch.xpu serves), or
     their marketing names (--gpu "RX 7900 XTX", --gpu "Arc A770"): planned as a ROCm or XPU build when

@@ -18,7 +18,7 @@ is the official command, as it always was.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit
 
@@ -40,12 +40,13 @@ from envdoctor.knowledge import Release, mirrors
 from envdoctor.knowledge.drivers import driver_support
 from envdoctor.knowledge.mirrors import IndexStatus
 from envdoctor.shell import join
+from envdoctor.util.records import record
 
 if TYPE_CHECKING:
     from envdoctor.install.target import InstallTarget
 
 
-@dataclass(frozen=True)
+@record
 class Routed:
     commands: tuple[Command, ...]
     route: str = "index"  # plan.Route's value

@@ -3,7 +3,7 @@ and the list of inputs (each value with where it came from), then the plan."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from envdoctor import knowledge
 from envdoctor.host.base import Host
@@ -30,11 +30,12 @@ from envdoctor.install.request import (
 from envdoctor.knowledge import mirrors
 from envdoctor.knowledge.archs import sm
 from envdoctor.knowledge.gpus import GpuSpec
+from envdoctor.util.records import record
 
 _DEFAULT_MACHINE = {"linux": "x86_64", "windows": "x86_64", "macos": "arm64"}
 
 
-@dataclass(frozen=True)
+@record
 class Input:
     """One line of "what was detected vs given"."""
 
@@ -43,7 +44,7 @@ class Input:
     origin: str  # "given", "detected", "default", or "detected (...)"
 
 
-@dataclass(frozen=True)
+@record
 class Session:
     target: InstallTarget
     inputs: tuple[Input, ...]

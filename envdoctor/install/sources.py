@@ -15,7 +15,6 @@ answer_of): planning for a described machine loads no probe (start-up, issue #9)
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
@@ -25,6 +24,7 @@ from envdoctor import knowledge
 from envdoctor.knowledge import Release
 from envdoctor.util.lazy_re import Lazy
 from envdoctor.util.pep503 import normalize_name
+from envdoctor.util.records import record
 
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
@@ -60,7 +60,7 @@ class Reach(str, enum.Enum):
     UNCHECKED = "unchecked"  # --offline, or nothing asked (a snapshot without the sources probe)
 
 
-@dataclass(frozen=True)
+@record
 class Source:
     url: str  # as configured
     kind: SourceKind
@@ -70,7 +70,7 @@ class Source:
     explicit: bool = False  # uv: used only for packages [tool.uv.sources] routes to it
 
 
-@dataclass(frozen=True)
+@record
 class LocalWheel:
     filename: str
     project: str  # canonical: "torch"
@@ -83,7 +83,7 @@ class LocalWheel:
         return self.version.local or ""
 
 
-@dataclass(frozen=True)
+@record
 class Constraint:
     project: str  # canonical
     specifier: str  # "<=2.14.1"
@@ -105,7 +105,7 @@ class Constraint:
         return f"{self.project}{self.specifier}"
 
 
-@dataclass(frozen=True)
+@record
 class Answer:
     url: str
     reach: Reach
@@ -115,7 +115,7 @@ class Answer:
 DEFAULT_CHANNEL_ALIAS = "https://conda.anaconda.org"  # conda/base/constants.py (mirror_facts.md 2.2)
 
 
-@dataclass(frozen=True)
+@record
 class CondaChannels:
     """What decides where `conda install -c NAME` looks: the configured channels, channel_alias and
     custom_channels, each with the file (or variable) that sets it, as conda merges them."""
@@ -156,7 +156,7 @@ def conda_channels(conda: CondaConfig) -> CondaChannels:
     )
 
 
-@dataclass(frozen=True)
+@record
 class Sources:
     manager: str = "pip"
     index: Source | None = None  # None: the default index (PyPI)

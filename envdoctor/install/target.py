@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from envdoctor import knowledge
 from envdoctor.install.commands import MirrorChoice
 from envdoctor.install.sources import Sources
 from envdoctor.knowledge.archs import Capability, sm
+from envdoctor.util.records import record
 
 
-@dataclass(frozen=True)
+@record
 class InstallTarget:
     os: str  # linux, windows, macos
     machine: str = "x86_64"

@@ -4,15 +4,14 @@ GPU asks for CUDA and an AMD or Intel GPU is there (or given, --gpu gfx1100 / --
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from envdoctor.knowledge import Release, parse_version
 from envdoctor.knowledge import gpu_vendors as known
+from envdoctor.util.records import record
 
 ROCM_PLATFORM = "linux-x86_64"
 
 
-@dataclass(frozen=True)
+@record
 class VendorChoice:
     variant: str
     why: str
@@ -32,7 +31,7 @@ def rocm_variants(release: Release, platform: str) -> list[str]:
     return sorted((v for v in builds.variants if v.startswith("rocm")), key=_rocm_key, reverse=True)
 
 
-@dataclass(frozen=True)
+@record
 class GfxFit:
     """How one build's arch list serves one gfx target."""
 

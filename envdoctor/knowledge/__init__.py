@@ -7,7 +7,7 @@ data yet (data as of ...)".
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
@@ -25,6 +25,7 @@ from envdoctor.knowledge.tables import (
     release_from_row,
     variant_cuda,
 )
+from envdoctor.util.records import record
 
 __all__ = [
     "DATA_DIR",
@@ -211,7 +212,7 @@ def platform_source(platform: str) -> Provenance | None:
     return provenance(record) if isinstance(record, dict) else None
 
 
-@dataclass(frozen=True)
+@record
 class PipForm:
     """How the official pip command of a release names its index and pins (previous-versions page)."""
 
@@ -279,7 +280,7 @@ def parse_driver(text: str | None) -> DriverVersion | None:
         return None
 
 
-@dataclass(frozen=True)
+@record
 class DriverMinimum:
     """The smallest driver that runs a CUDA version: natively, and by minor-version compatibility."""
 

@@ -3,14 +3,14 @@ the first release that knows each, and which variable name a release reads (allo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 
 from envdoctor.knowledge import load_table
 from envdoctor.knowledge.provenance import references
+from envdoctor.util.records import record
 
 
-@dataclass(frozen=True)
+@record
 class AllocOption:
     name: str
     first: str  # the first torch release that knows it
@@ -19,7 +19,7 @@ class AllocOption:
     source: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class AllocVariable:
     name: str
     first: str  # the first release that reads it

@@ -4,7 +4,6 @@ release table's macos-x86_64 builds (sources there)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 
 from packaging.version import Version
@@ -12,11 +11,12 @@ from packaging.version import Version
 from envdoctor.knowledge import parse_version, releases
 from envdoctor.knowledge.provenance import Provenance, provenance
 from envdoctor.knowledge.tables import load_table
+from envdoctor.util.records import record
 
 MACOS_X86_64 = "macos-x86_64"
 
 
-@dataclass(frozen=True)
+@record
 class MpsMinimum:
     """The macOS an MPS release range (or one feature) needs."""
 

@@ -8,7 +8,6 @@ built for one exact architecture (an "a" suffix: sm_90a).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 
 from packaging.version import Version
@@ -18,6 +17,7 @@ from envdoctor.knowledge.provenance import Provenance, provenance
 from envdoctor.knowledge.tables import Release, load_table
 from envdoctor.model.types import TextEnum
 from envdoctor.util.limits import small_int
+from envdoctor.util.records import record
 
 Capability = tuple[int, int]
 
@@ -48,7 +48,7 @@ def dotted(capability: Capability) -> str:
     return f"{capability[0]}.{capability[1]}"
 
 
-@dataclass(frozen=True)
+@record
 class ArchList:
     """A build's TORCH_CUDA_ARCH_LIST: cubins and (Linux only) PTX."""
 
@@ -120,7 +120,7 @@ def _overlay_arch_list(torch: Release, variant: str, machine: str, with_ptx: boo
     return ArchList(cubins, ptx, True, Provenance(found.references, basis, verified=False))
 
 
-@dataclass(frozen=True)
+@record
 class _Rule:
     self_only: frozenset[Capability]
     also_runs_on: dict[Capability, frozenset[Capability]]
@@ -175,7 +175,7 @@ class CoverageKind(TextEnum):
     NONE = "none"
 
 
-@dataclass(frozen=True)
+@record
 class Coverage:
     """How a build serves one GPU: by a cubin, only by PTX JIT, or not at all."""
 

@@ -3,11 +3,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from packaging.version import Version
 
 from envdoctor.knowledge import Release, load_table, variant_cuda
+from envdoctor.util.records import record
 
 
 def _table() -> dict[str, object]:
@@ -34,7 +33,7 @@ def on_pytorch_channel(release: Release, platform: str) -> bool:
     return True
 
 
-@dataclass(frozen=True)
+@record
 class CondaSpec:
     """The parts of an official conda command: the packages with pins and the channels."""
 

@@ -6,19 +6,19 @@ Data: cuda_libraries.json beside this file (source cited there).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import cache
 
 from envdoctor.knowledge import load_table
 from envdoctor.knowledge.tables import parse_version
 from envdoctor.util.limits import small_int
+from envdoctor.util.records import record
 
 _TABLE = "cuda_libraries.json"
 # nvidia_cudnn_cu12-9.1.0.70.dist-info -> ("cudnn", "9.1.0.70"); cu13 wheels drop the suffix.
 _WHEEL_DIST = re.compile(r"^nvidia_([a-z0-9_]+?)(?:_cu\d+)?-(\d[^-]*)\.dist-info$", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
+@record
 class LibraryFamily:
     family: str  # "cudnn"
     linux_patterns: tuple[re.Pattern[str], ...]
@@ -100,7 +100,7 @@ def same_release(a: str, b: str) -> bool | None:
     return left[:common] == right[:common]
 
 
-@dataclass(frozen=True)
+@record
 class SonameLoader:
     """A package that dlopens a CUDA library by soname, and the major version it needs."""
 

@@ -6,7 +6,7 @@ driver_support is envdoctor's one judgement of a driver: the planner, `check`'s 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from packaging.version import Version
 
@@ -19,6 +19,7 @@ from envdoctor.knowledge import (
 )
 from envdoctor.model.types import TextEnum
 from envdoctor.util.limits import small_int
+from envdoctor.util.records import record
 
 
 class DriverKind(TextEnum):
@@ -28,7 +29,7 @@ class DriverKind(TextEnum):
     UNKNOWN = "unknown"  # no driver, or no minimum in the data
 
 
-@dataclass(frozen=True)
+@record
 class DriverSupport:
     """How a driver relates to one CUDA variant."""
 

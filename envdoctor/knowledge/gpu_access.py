@@ -3,18 +3,18 @@ device and kernel-module states NVML and CUDA report (gpu_access.json, sources t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from envdoctor.knowledge import load_table
 from envdoctor.knowledge.provenance import references
 from envdoctor.model.findings import Fix
+from envdoctor.util.records import record
 
 _TABLE = "gpu_access.json"
 
 
-@dataclass(frozen=True)
+@record
 class Marker:
     """A file, variable or text that, when present, names the container runtime `kind`."""
 

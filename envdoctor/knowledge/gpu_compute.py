@@ -8,7 +8,6 @@ builds are releases.json's variants per platform. Error causes are kernel_errors
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import cache
 
 from packaging.version import Version
@@ -26,12 +25,13 @@ from envdoctor.knowledge.archs import (
     ptx_runs_on,
     sm,
 )
+from envdoctor.util.records import record
 
 LINUX_X86_64 = "linux-x86_64"
 _ARCH = re.compile(r"^(sm|compute)_(\d+)(\d)([a-z]?)$")
 
 
-@dataclass(frozen=True)
+@record
 class ArchEntry:
     """One entry of torch.cuda.get_arch_list(): a cubin ("sm_86") or PTX ("compute_120")."""
 
@@ -68,7 +68,7 @@ def serving_entry(arch_list: tuple[ArchEntry, ...], device: Capability) -> ArchE
     return None
 
 
-@dataclass(frozen=True)
+@record
 class WheelBuild:
     """One official build (torch minor series x CUDA variant, for one platform) and its arch list."""
 
@@ -116,7 +116,7 @@ def data_as_of() -> str:
     return str(load_table("archs.json")["as_of"])
 
 
-@dataclass(frozen=True)
+@record
 class ArchSupport:
     """Which official wheels for one platform run on a GPU of one compute capability."""
 

@@ -5,18 +5,18 @@ Data: rocm.json and xpu.json (sources there)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import cache
 
 from envdoctor.knowledge import load_table, parse_version
 from envdoctor.knowledge.provenance import Provenance, provenance
 from envdoctor.util.lazy_re import Lazy
+from envdoctor.util.records import record
 
 _GFX = Lazy(r"^gfx([0-9]{1,2})([0-9a-f])([0-9a-f])$")
 _OVERRIDE = Lazy(r"^\s*([0-9]{1,2})\.([0-9]{1,2})\.([0-9]{1,2})\s*$")
 
 
-@dataclass(frozen=True)
+@record
 class RocmArchList:
     """The gfx targets of the torch builds for one range of ROCm versions."""
 
@@ -26,7 +26,7 @@ class RocmArchList:
     provenance: Provenance
 
 
-@dataclass(frozen=True)
+@record
 class GfxFamily:
     prefix: str  # "gfx103"
     name: str  # "RDNA 2"
@@ -35,7 +35,7 @@ class GfxFamily:
     provenance: Provenance
 
 
-@dataclass(frozen=True)
+@record
 class XpuFamily:
     name: str
     ids: tuple[str, ...]  # "0x56a0", lower case

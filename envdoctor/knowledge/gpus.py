@@ -6,14 +6,14 @@ NVML's own answer always wins on a live machine; this table serves plans for oth
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import cache
 
 from envdoctor.knowledge import load_table
 from envdoctor.knowledge.archs import Capability, dotted, parse_capability
+from envdoctor.util.records import record
 
 
-@dataclass(frozen=True)
+@record
 class GpuModel:
     name: str  # as the table writes it
     capability: Capability
@@ -69,7 +69,7 @@ def is_tegra(capability: Capability) -> bool:
     return dotted(capability) in load_table("gpus.json")["tegra"]
 
 
-@dataclass(frozen=True)
+@record
 class GpuSpec:
     """A GPU as given on the command line or detected: a name and its compute capability."""
 

@@ -7,7 +7,6 @@ Unknown releases answer None ("not in envdoctor's data"), never a guess.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -16,6 +15,7 @@ from packaging.version import InvalidVersion, Version
 from envdoctor import knowledge
 from envdoctor.knowledge import load_table
 from envdoctor.knowledge.provenance import references
+from envdoctor.util.records import record
 
 
 def _version(text: str) -> Version | None:
@@ -57,7 +57,7 @@ def pythons(torch: str, platform: str) -> tuple[str, ...] | None:
     return None
 
 
-@dataclass(frozen=True)
+@record
 class Span:
     """The releases that have a wheel for one Python on one platform."""
 

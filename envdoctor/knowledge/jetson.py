@@ -6,16 +6,16 @@ Data: jetson.json beside this file (sources cited per table and per row).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 
 from envdoctor.knowledge import load_table
 from envdoctor.knowledge.provenance import Provenance, provenance
+from envdoctor.util.records import record
 
 _TABLE = "jetson.json"
 
 
-@dataclass(frozen=True)
+@record
 class JetsonWheel:
     """NVIDIA's PyTorch for one group of L4T releases."""
 

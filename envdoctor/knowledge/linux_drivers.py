@@ -8,17 +8,17 @@ Data: linux_drivers.json beside this file (sources cited per family and per fiel
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from envdoctor.knowledge import load_table
 from envdoctor.knowledge.provenance import Provenance, provenance
+from envdoctor.util.records import record
 
 _TABLE = "linux_drivers.json"
 
 
-@dataclass(frozen=True)
+@record
 class DriverInstall:
     family: str  # "Ubuntu", or "other distributions"
     commands: tuple[str, ...]  # empty where only NVIDIA's instructions apply
@@ -102,7 +102,7 @@ def driver_install(distro: str | None, like: Sequence[str] = ()) -> DriverInstal
     return _fallback()
 
 
-@dataclass(frozen=True)
+@record
 class UnattendedUpgrades:
     """Where Debian-family systems keep packages out of unattended upgrades."""
 
@@ -118,7 +118,7 @@ def unattended_upgrades() -> UnattendedUpgrades:
     return UnattendedUpgrades(str(row["file"]), _texts(row, "entries"), str(row["note"]), provenance(row))
 
 
-@dataclass(frozen=True)
+@record
 class ModuleBlocker:
     """A tool known to blacklist the NVIDIA modules on purpose, and how to undo it with that tool."""
 
@@ -165,7 +165,7 @@ def profile_blocker(profile_file: str, value: str) -> ModuleBlocker | None:
     )
 
 
-@dataclass(frozen=True)
+@record
 class GpuDrivers:
     """The kernel drivers that bind NVIDIA GPUs: NVIDIA's own, and the open-source ones without CUDA."""
 

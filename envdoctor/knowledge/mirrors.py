@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 from urllib.parse import urlsplit
 
 from envdoctor.knowledge import load_table
 from envdoctor.knowledge.provenance import references
 from envdoctor.model.types import TextEnum
+from envdoctor.util.records import record
 
 OFFICIAL_WHEEL_BASE = "https://download.pytorch.org/whl"
 
@@ -27,7 +27,7 @@ class IndexStatus(TextEnum):
     UNVERIFIED = "unverified"
 
 
-@dataclass(frozen=True)
+@record
 class KnownIndex:
     name: str  # "tuna", "sjtu-pytorch", "official-pytorch", ...
     title: str

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 
 from packaging.version import Version
 
 from envdoctor.knowledge import load_table, parse_version
 from envdoctor.knowledge.provenance import Provenance, provenance
+from envdoctor.util.records import record
 
 _TABLE = "numpy.json"
 
 
-@dataclass(frozen=True)
+@record
 class Numpy2Floor:
     """From `torch` on, the wheels for `os` were built against NumPy 2 and run with 1.x and 2.x."""
 

@@ -7,12 +7,12 @@ callers then say nothing rather than guess.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 
 from envdoctor.knowledge.provenance import Provenance, provenance
 from envdoctor.knowledge.tables import load_table
 from envdoctor.util.limits import small_int
+from envdoctor.util.records import record
 
 _TABLE = "nvcc.json"
 
@@ -32,7 +32,7 @@ def version2(text: str | None) -> Version2 | None:
     return major, minor
 
 
-@dataclass(frozen=True)
+@record
 class HostCompilerLimit:
     cuda: str  # the row's CUDA major.minor: "12.1"
     gcc_below: int  # the first gcc major this nvcc refuses
@@ -79,7 +79,7 @@ def first_cuda_accepting(gcc_major: int, newer_than: str | None) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
+@record
 class ArchSupport:
     arch: str  # "8.9"
     first: str  # the first CUDA release whose nvcc targets it
@@ -115,7 +115,7 @@ def nvcc_builds_for(cuda: str | None, arch: str) -> bool | None:
     return have >= first and (dropped is None or have < dropped)
 
 
-@dataclass(frozen=True)
+@record
 class TorchArch:
     arch: str  # "9.0", "9.0a"
     first: str  # the first torch release whose cpp_extension accepts it

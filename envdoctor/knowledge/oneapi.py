@@ -5,11 +5,11 @@ xpu.json's "ipex" and "libraries" tables (sources there). Apart from gpu_vendors
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 
 from envdoctor.knowledge.provenance import Provenance, provenance
 from envdoctor.knowledge.tables import load_table
+from envdoctor.util.records import record
 
 
 @cache
@@ -17,7 +17,7 @@ def _xpu() -> dict[str, object]:
     return load_table("xpu.json")
 
 
-@dataclass(frozen=True)
+@record
 class OneApiNeed:
     """The oneAPI Base Toolkit release an Intel Extension for PyTorch wheel (or a library) needs."""
 

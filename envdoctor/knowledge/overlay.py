@@ -17,9 +17,10 @@ import json
 import os
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
+
+from envdoctor.util.records import record
 
 if TYPE_CHECKING:
     from packaging.version import Version
@@ -43,7 +44,7 @@ class OverlayError(ValueError):
     """The overlay file cannot be used; the message says why in a few words."""
 
 
-@dataclass(frozen=True)
+@record
 class AssumedArchList:
     """A new build's arch list, carried forward from the nearest known build of the same kind."""
 
@@ -55,7 +56,7 @@ class AssumedArchList:
     references: tuple[str, ...] = ()  # the public sources of the list it was carried from
 
 
-@dataclass(frozen=True)
+@record
 class AssumedDriver:
     """A CUDA version the driver table lacks: its minimum drivers carried forward from a neighbour."""
 
@@ -65,7 +66,7 @@ class AssumedDriver:
     origin: str  # "CUDA 13.2"
 
 
-@dataclass(frozen=True)
+@record
 class Overlay:
     path: str
     written: str  # when `envdoctor update` wrote it (UTC, ISO 8601)

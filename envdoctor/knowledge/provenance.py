@@ -9,16 +9,16 @@ in plain words, never a marker.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from envdoctor.util.lazy_re import Lazy
+from envdoctor.util.records import record
 
 # A URL, or a file in a public repository at a commit: owner/repo@<hex>:path.
 PUBLIC_REFERENCE = Lazy(r"^(?:https?://\S+|[A-Za-z0-9][\w.-]*/[\w.-]+@[0-9a-f]{7,40}:\S+)$")
 
 
-@dataclass(frozen=True)
+@record
 class Provenance:
     source: tuple[str, ...]
     basis: str | None = None

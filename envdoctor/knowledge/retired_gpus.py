@@ -4,17 +4,17 @@ when envdoctor's arch lists do not reach back that far. Data: retired_gpus.json 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 
 from envdoctor.knowledge import load_table
 from envdoctor.knowledge.archs import Capability
 from envdoctor.knowledge.provenance import Provenance, provenance
+from envdoctor.util.records import record
 
 _TABLE = "retired_gpus.json"
 
 
-@dataclass(frozen=True)
+@record
 class RetiredGpu:
     architecture: str
     capabilities: tuple[Capability, ...]

@@ -23,11 +23,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from functools import cache
 
 from envdoctor.knowledge.provenance import references
 from envdoctor.knowledge.tables import DATA_DIR
+from envdoctor.util.records import record
 
 FOLDER = DATA_DIR / "signatures"
 MAX_LINE = 2000  # characters of one line a pattern sees
@@ -38,7 +38,7 @@ class SignatureError(ValueError):
     """A signature file that does not hold what this module expects (a bug in envdoctor's data)."""
 
 
-@dataclass(frozen=True)
+@record
 class Signature:
     id: str
     area: str  # the file it came from: the area of the rules it names
@@ -51,7 +51,7 @@ class Signature:
     examples: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class SignatureMatch:
     signature: Signature
     line: int  # 1-based line of the text where it matched
@@ -63,7 +63,7 @@ class SignatureMatch:
         return dict(self.groups).get(name)
 
 
-@dataclass(frozen=True)
+@record
 class ErrorText:
     """One error text: pasted by the user (`envdoctor why`), or captured by a probe."""
 
@@ -71,7 +71,7 @@ class ErrorText:
     text: str
 
 
-@dataclass(frozen=True)
+@record
 class ErrorEvidence:
     """Every error text at hand and the signatures they carry: an input rules read like a fact
     (always present; empty when nothing failed and nothing was pasted)."""

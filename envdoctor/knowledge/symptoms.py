@@ -8,12 +8,12 @@ that lists them reorders them for the machine at hand (rules/symptoms.py).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import cache
 from typing import Any, TypeVar
 
 from envdoctor.knowledge.provenance import references
 from envdoctor.knowledge.tables import load_table
+from envdoctor.util.records import record
 
 _TABLE = "symptoms.json"
 # The data's operating-system keys are the platform's ("linux", "windows", "macos"); "any" is the
@@ -22,7 +22,7 @@ ANY_OS = "any"
 _Form = TypeVar("_Form")
 
 
-@dataclass(frozen=True)
+@record
 class CauseFix:
     summary: str
     commands: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (os, commands), "any" for every system
@@ -32,7 +32,7 @@ class CauseFix:
         return _for_os(self.commands, os_name) or ()
 
 
-@dataclass(frozen=True)
+@record
 class SymptomCause:
     key: str
     title: str
@@ -56,7 +56,7 @@ class SymptomCause:
         return _for_os(self.checks, os_name)
 
 
-@dataclass(frozen=True)
+@record
 class Symptom:
     code: str  # the rule whose finding the symptom is
     symptom: str

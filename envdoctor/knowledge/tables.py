@@ -7,12 +7,13 @@ overlay (the releases `envdoctor update` added) can read releases without a circ
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from packaging.version import Version
+
+from envdoctor.util.records import record
 
 DATA_DIR = Path(__file__).resolve().parent
 
@@ -33,7 +34,7 @@ def parse_version(text: str | None) -> Version | None:
         return None
 
 
-@dataclass(frozen=True)
+@record
 class PlatformBuilds:
     """What one release ships for one platform ("linux-x86_64", "windows-x86_64", "macos-arm64", ...)."""
 
@@ -42,7 +43,7 @@ class PlatformBuilds:
     python: tuple[str, ...] | None = None  # when it differs from the release's list
 
 
-@dataclass(frozen=True)
+@record
 class Release:
     torch: str
     torchvision: str | None

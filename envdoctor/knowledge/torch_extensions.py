@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from envdoctor.knowledge.provenance import Provenance, provenance, references
 from envdoctor.knowledge.tables import load_table, parse_version
+from envdoctor.util.records import record
 
 _TABLE = "torch_extensions.json"
 _RUNTIME = "runtime_libraries.json"
@@ -22,13 +22,13 @@ def _key(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-@dataclass(frozen=True)
+@record
 class Pair:
     version: str  # the extension's release
     torch: str  # the torch release (or "X.Y" series) it was built against
 
 
-@dataclass(frozen=True)
+@record
 class ExtensionRow:
     name: str
     # How a build for a given torch is had: "find_links" (a page per torch and variant), "index" (a
@@ -109,7 +109,7 @@ def release_for(name: str, torch: str) -> str | None:
     return max(found, key=lambda p: _series(p.version)).version
 
 
-@dataclass(frozen=True)
+@record
 class CondaBreak:
     package: str
     versions: tuple[str, ...]

@@ -3,18 +3,18 @@ from, and where torch keeps a ptxas of its own. Data: triton.json (sources there
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 
 from packaging.version import InvalidVersion, Version
 
 from envdoctor.knowledge.provenance import Provenance, provenance
 from envdoctor.knowledge.tables import load_table
+from envdoctor.util.records import record
 
 _TABLE = "triton.json"
 
 
-@dataclass(frozen=True)
+@record
 class BundledPtxas:
     """From `triton` on (until the next row), the ptxas Triton ships comes from CUDA `cuda`."""
 

@@ -5,18 +5,18 @@ Data: windows.json beside this file (sources cited there, per table).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 
 from packaging.version import Version
 
 from envdoctor.knowledge import load_table, parse_version
 from envdoctor.knowledge.provenance import Provenance, provenance
+from envdoctor.util.records import record
 
 _TABLE = "windows.json"
 
 
-@dataclass(frozen=True)
+@record
 class VcRedist:
     registry_key: str
     registry_views: tuple[int, ...]
@@ -27,7 +27,7 @@ class VcRedist:
     vcruntime140_1_from: Version  # the first redistributable that ships vcruntime140_1.dll (2019)
 
 
-@dataclass(frozen=True)
+@record
 class RuntimeMinimum:
     """From torch `torch` on, `dll` must be at least `minimum` (with the caveat to state)."""
 
@@ -43,7 +43,7 @@ class RuntimeMinimum:
         return self.provenance.source
 
 
-@dataclass(frozen=True)
+@record
 class DeeperFiles:
     """torch releases whose deepest installed file is not in the torch folder: the dist-info's
     license tree (2.13 on), the caffe2 package of torch 1.x."""
@@ -55,7 +55,7 @@ class DeeperFiles:
     nightly_dist_info_name: int | None = None  # that folder's name for a nightly, when none is installed
 
 
-@dataclass(frozen=True)
+@record
 class PathLimits:
     max_path: int
     torch_longest_relative_path: int
@@ -156,7 +156,7 @@ def openmp_dll() -> str:
     return str(load_table(_TABLE)["openmp"]["dll"])
 
 
-@dataclass(frozen=True)
+@record
 class OpenMp:
     dll: str
     error: str
@@ -177,13 +177,13 @@ def openmp() -> OpenMp:
     )
 
 
-@dataclass(frozen=True)
+@record
 class BundledFolder:
     folder: str  # relative to site-packages: "PyQt5\\Qt5\\bin"
     package: str  # the distribution that puts it there, as users know it: "PyQt5"
 
 
-@dataclass(frozen=True)
+@record
 class BundledRuntime:
     """Where Python packages carry their own msvcp140.dll under its plain name."""
 
@@ -211,7 +211,7 @@ def file_version(text: str | None) -> Version | None:
     return parse_version(text.strip().lstrip("vV"))
 
 
-@dataclass(frozen=True)
+@record
 class PagingFile:
     """[WinError 1455]: what it means and the commands that give Windows a bigger page file."""
 
@@ -234,7 +234,7 @@ def paging_file() -> PagingFile:
     )
 
 
-@dataclass(frozen=True)
+@record
 class DllRegression:
     """A torch release whose own DLL needs something no redistributable installs, or whose wheel
     left out DLLs its build needs (`absent_families`, CUDA library families torch\\lib lacks)."""
@@ -301,7 +301,7 @@ def dll_regressions(torch_version: str | None) -> tuple[DllRegression, ...]:
     return tuple(r for r in _regressions() if wanted in r.torch)
 
 
-@dataclass(frozen=True)
+@record
 class UserInstallMkl:
     """torch releases whose DLLs need MKL DLLs that a --user or --target install puts where those
     releases do not look (their Library\\bin is not in torch's DLL search)."""
@@ -331,7 +331,7 @@ def user_install_mkl() -> UserInstallMkl:
     )
 
 
-@dataclass(frozen=True)
+@record
 class CudaBuild:
     """From (or below) a framework release, the CUDA major its build needs and a DLL that shows it."""
 
@@ -344,7 +344,7 @@ class CudaBuild:
         return (self.since is None or version >= self.since) and (self.below is None or version < self.below)
 
 
-@dataclass(frozen=True)
+@record
 class Framework:
     """Another framework that loads CUDA libraries of its own, by torch's file names."""
 
@@ -361,7 +361,7 @@ class Framework:
         return next((b for b in self.cuda if b.covers(parsed)), None)
 
 
-@dataclass(frozen=True)
+@record
 class Frameworks:
     packages: tuple[Framework, ...]
     dll_folders: tuple[str, ...]  # relative to site-packages, "*" one folder level
@@ -403,7 +403,7 @@ def frameworks() -> Frameworks:
     )
 
 
-@dataclass(frozen=True)
+@record
 class DllSearchFix:
     """A torch release that fixed how it finds its DLLs under a Python or an environment layout."""
 

@@ -10,9 +10,8 @@ the same in a probe line, a finding and an error message.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from envdoctor.model.types import TextEnum
+from envdoctor.util.records import record
 
 
 class EndingKind(TextEnum):
@@ -22,7 +21,7 @@ class EndingKind(TextEnum):
     EXITED = "exited"  # exited by itself (any code) before it reported
 
 
-@dataclass(frozen=True)
+@record
 class ChildEnding:
     kind: EndingKind
     exit_code: int | None = None

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 
 from envdoctor.model.types import Interpreter as Interpreter
 from envdoctor.model.types import PlatformInfo as PlatformInfo
 from envdoctor.model.types import StaleVariable as StaleVariable
 from envdoctor.model.types import TextEnum as TextEnum
+from envdoctor.util.records import record
 from envdoctor.util.sizes import parse_size
 
 
@@ -55,7 +56,7 @@ class FixKind(TextEnum):
     INSTALL = "install"
 
 
-@dataclass(frozen=True)
+@record
 class Fix:
     """One way out: a sentence, the commands to paste, and where to read more."""
 
@@ -73,7 +74,7 @@ class Support(TextEnum):
     BOTH = "both"  # the pasted error points to it and the facts confirm it
 
 
-@dataclass(frozen=True)
+@record
 class Finding:
     code: str
     name: str
@@ -89,7 +90,7 @@ class Finding:
     support: Support | None = None  # set by `envdoctor why` only
 
 
-@dataclass(frozen=True)
+@record
 class ProbeResult:
     """What one probe saw. Absence, failure and timeout are distinct statuses, never None."""
 
@@ -104,7 +105,7 @@ def _key(name: str) -> dict[str, str]:
     return {"key": name}
 
 
-@dataclass(frozen=True)
+@record
 class Expectations:
     """What the workload needs (check's --require-* options, envdoctor.require's keywords).
 
@@ -148,7 +149,7 @@ class Expectations:
         )
 
 
-@dataclass(frozen=True)
+@record
 class Explained:
     """What `envdoctor why` read, and whether it knew the error."""
 
@@ -159,7 +160,7 @@ class Explained:
     input: str  # "stdin" or the file named
 
 
-@dataclass(frozen=True)
+@record
 class PluginInfo:
     """A package that adds rules or probes through the envdoctor.rules / envdoctor.probes entry
     points, and what it added (or why it could not be loaded)."""
@@ -172,14 +173,14 @@ class PluginInfo:
     error: str | None = None  # why it did not load: it adds nothing then
 
 
-@dataclass(frozen=True)
+@record
 class PluginFacts:
     """The plugin packages this run found: rules read it like facts (ED902 names those that failed)."""
 
     plugins: tuple[PluginInfo, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class Report:
     envdoctor_version: str
     interpreter: Interpreter
@@ -231,7 +232,7 @@ class Report:
         return 0
 
 
-@dataclass(frozen=True)
+@record
 class AreaVerdict:
     """One line of the flutter-doctor style summary: an area, its worst severity and a verdict."""
 

@@ -9,11 +9,11 @@ live at the bottom so that the planner, a pure function of its inputs, needs no 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 
 from envdoctor.model.types import TextEnum
 from envdoctor.util.lazy_re import Lazy
 from envdoctor.util.limits import FIFO_REASON
+from envdoctor.util.records import record
 
 PYTORCH_WHEELS = "https://download.pytorch.org/whl/"
 
@@ -51,7 +51,7 @@ MALFORMED = ConfigStatus.MALFORMED
 SKIPPED = ConfigStatus.SKIPPED
 
 
-@dataclass(frozen=True)
+@record
 class ConfigFile:
     """One file a tool reads (or would read), and what became of it."""
 
@@ -64,7 +64,7 @@ class ConfigFile:
     named_by: str | None = None  # the variable that names this file: PIP_CONFIG_FILE, CONDARC, ...
 
 
-@dataclass(frozen=True)
+@record
 class PipSetting:
     section: str  # "global", "install", ... or ":env:" for PIP_* variables
     key: str  # normalised as pip does: "index-url"
@@ -82,7 +82,7 @@ class PipSetting:
         return self.section == ":env:"
 
 
-@dataclass(frozen=True)
+@record
 class PipConfig:
     files: tuple[ConfigFile, ...] = ()  # in pip's override order: global, user, site, env
     settings: tuple[PipSetting, ...] = ()  # everything read, in load order (later wins)
@@ -103,7 +103,7 @@ class PipConfig:
         return setting is not None and setting.value.strip().lower() in ("1", "y", "yes", "t", "true", "on")
 
 
-@dataclass(frozen=True)
+@record
 class CondaSetting:
     key: str  # channels, default_channels, custom_channels, channel_alias, channel_priority
     origin: str
@@ -113,7 +113,7 @@ class CondaSetting:
     value: str | None = None  # channel_alias, channel_priority
 
 
-@dataclass(frozen=True)
+@record
 class CondaConfig:
     files: tuple[ConfigFile, ...] = ()  # the files that exist, in conda's search order
     settings: tuple[CondaSetting, ...] = ()  # in search order, CONDA_* variables last
@@ -146,7 +146,7 @@ class CondaConfig:
         return tuple((name, url, setting) for name, (url, setting) in merged.items())
 
 
-@dataclass(frozen=True)
+@record
 class UvIndex:
     url: str
     origin: str  # file or variable
@@ -158,7 +158,7 @@ class UvIndex:
     line: int | None = None
 
 
-@dataclass(frozen=True)
+@record
 class UvSetting:
     key: str  # index-strategy, torch-backend, no-index (prefixed "pip." from the [pip] table)
     value: str
@@ -166,7 +166,7 @@ class UvSetting:
     line: int | None = None
 
 
-@dataclass(frozen=True)
+@record
 class UvConfig:
     files: tuple[ConfigFile, ...] = ()
     indexes: tuple[UvIndex, ...] = ()
@@ -174,7 +174,7 @@ class UvConfig:
     files_disabled: bool = False  # UV_NO_CONFIG
 
 
-@dataclass(frozen=True)
+@record
 class MirrorFacts:
     pip: PipConfig
     conda: CondaConfig
@@ -210,7 +210,7 @@ class ReachStatus(str, enum.Enum):
     NOT_CHECKED = "not-checked"
 
 
-@dataclass(frozen=True)
+@record
 class SourceListing:
     """A local source and the torch wheels it lists."""
 
@@ -224,14 +224,14 @@ class SourceListing:
     error: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class ConstraintLine:
     project: str  # as written
     specifier: str  # "<=2.14.1"
     line: int
 
 
-@dataclass(frozen=True)
+@record
 class ConstraintFile:
     path: str
     origin: str  # the file or variable that names it
@@ -240,7 +240,7 @@ class ConstraintFile:
     error: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class ReachCheck:
     url: str
     status: ReachStatus
@@ -248,7 +248,7 @@ class ReachCheck:
     seconds: float = 0.0
 
 
-@dataclass(frozen=True)
+@record
 class UvRoute:
     """[tool.uv.sources]: a package uv takes only from the named index."""
 
@@ -258,7 +258,7 @@ class UvRoute:
     marker: str | None = None  # the entry's environment marker ("sys_platform == 'darwin'"), as written
 
 
-@dataclass(frozen=True)
+@record
 class SourcesFacts:
     listings: tuple[SourceListing, ...] = ()
     constraints: tuple[ConstraintFile, ...] = ()

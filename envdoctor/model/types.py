@@ -5,8 +5,9 @@ loads them without the findings and reports vocabulary (start-up, issue #9)."""
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 from typing import TypeVar
+
+from envdoctor.util.records import record
 
 _E = TypeVar("_E", bound="TextEnum")
 
@@ -33,7 +34,7 @@ class TextEnum(str, enum.Enum):
         return default
 
 
-@dataclass(frozen=True)
+@record
 class StaleVariable:
     """An activation variable ($VIRTUAL_ENV, $CONDA_PREFIX) naming a folder with no Python in it."""
 
@@ -42,7 +43,7 @@ class StaleVariable:
     exists: bool  # the folder is there, without an interpreter; else it is gone
 
 
-@dataclass(frozen=True)
+@record
 class Interpreter:
     """The Python environment being examined and why that one was chosen."""
 
@@ -55,7 +56,7 @@ class Interpreter:
     own_isolated: bool = False
 
 
-@dataclass(frozen=True)
+@record
 class PlatformInfo:
     system: str  # "Linux", "Windows", "Darwin"
     release: str

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import cache
 from types import ModuleType
 from typing import Any
@@ -23,6 +23,7 @@ from envdoctor.probes.base import ProbeSpec
 from envdoctor.rules.base import Rule
 from envdoctor.settings import SettingsError
 from envdoctor.util.lazy_re import Lazy
+from envdoctor.util.records import record
 
 RULES_GROUP = "envdoctor.rules"
 PROBES_GROUP = "envdoctor.probes"
@@ -36,7 +37,7 @@ class PluginError(SettingsError):
     """Plugins that cannot run together or with envdoctor; one line naming the packages."""
 
 
-@dataclass(frozen=True)
+@record
 class EntryPoint:
     """One entry point as importlib.metadata lists it: the edge to the installed packages."""
 
@@ -52,7 +53,7 @@ class EntryPoint:
         return f"{self.group}:{self.name} = {self.value}"
 
 
-@dataclass(frozen=True)
+@record
 class Loaded:
     rules: tuple[Rule, ...] = ()
     probes: tuple[ProbeSpec[Any], ...] = ()

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Generic, TypeVar
 
 from envdoctor.host.base import Host
 from envdoctor.target import Target
+from envdoctor.util.records import record
 
 F = TypeVar("F")
 
@@ -17,7 +18,7 @@ class NotApplicable(Exception):
     """The probe has nothing to look at on this machine (a Windows probe on Linux, say)."""
 
 
-@dataclass(frozen=True)
+@record
 class CheckOptions:
     """Knobs a probe may read; later areas add theirs here."""
 
@@ -46,14 +47,14 @@ class CheckOptions:
         return max(0.1, min(cap, limit * share))
 
 
-@dataclass(frozen=True)
+@record
 class ProbeContext:
     host: Host
     target: Target
     options: CheckOptions = field(default_factory=CheckOptions)
 
 
-@dataclass(frozen=True)
+@record
 class ProbeSpec(Generic[F]):
     """One probe. `describe` turns its facts into the short verdict of its area line; `details`,
     when given, into lines the console shows under it (the smoke test's block)."""

@@ -10,10 +10,10 @@ YAML is read by ruamel.yaml, the library conda itself uses, imported only when a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from envdoctor.util.lazy_re import Lazy
+from envdoctor.util.records import record
 
 
 class ConfigSyntaxError(Exception):
@@ -32,7 +32,7 @@ class ConfigSyntaxError(Exception):
 # INI (pip.conf / pip.ini)
 
 
-@dataclass(frozen=True)
+@record
 class IniOption:
     section: str
     key: str  # as written, lower-cased by configparser
@@ -124,7 +124,7 @@ def parse_toml(text: str) -> dict[str, Any]:
 # them. The import happens here, on the first .condarc found, never at start-up.
 
 
-@dataclass(frozen=True)
+@record
 class YamlDoc:
     values: dict[str, Any]  # the top-level mapping; nested values as the parser built them
     lines: dict[str, int]  # top-level key -> the line it is on (absent for keys merged in with <<)

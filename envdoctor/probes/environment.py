@@ -12,11 +12,11 @@ snapshot`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from envdoctor.host.base import Host
 from envdoctor.probes.base import ProbeContext, ProbeSpec
+from envdoctor.util.records import record
 
 _TOOL_TIMEOUT = 5.0
 _CHILD_TIMEOUT = 20.0
@@ -29,7 +29,7 @@ _TOOLS: tuple[tuple[str, tuple[str, ...]], ...] = (
 _WINDOWS_TOOLS: tuple[tuple[str, tuple[str, ...]], ...] = (("cl", ("cl",)), ("cmake", ("cmake", "--version")))
 
 
-@dataclass(frozen=True)
+@record
 class Tool:
     name: str
     version: str | None = None  # the first line it printed; None: not found or no answer
@@ -37,7 +37,7 @@ class Tool:
     error: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class InstalledPackage:
     name: str
     version: str
@@ -64,13 +64,13 @@ STEERING_VARIABLES = (
 _VALUE_MAX = 512
 
 
-@dataclass(frozen=True)
+@record
 class Variable:
     name: str
     value: str
 
 
-@dataclass(frozen=True)
+@record
 class EnvironmentFacts:
     distribution: str | None = None  # "Ubuntu 22.04.4 LTS" (/etc/os-release PRETTY_NAME)
     libc: str | None = None  # "glibc 2.35", as the target interpreter reports it

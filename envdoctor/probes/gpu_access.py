@@ -14,7 +14,6 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from envdoctor.host.base import Host
@@ -22,6 +21,7 @@ from envdoctor.host.ending import ending_of_outcome
 from envdoctor.knowledge import gpu_access as facts_table
 from envdoctor.knowledge import resource_limits
 from envdoctor.probes.base import NotApplicable, ProbeContext, ProbeSpec
+from envdoctor.util.records import record
 
 _CHILD_TIMEOUT = 10.0
 _CMD_TIMEOUT = 3.0  # cmd.exe through WSL's interop answers in well under a second
@@ -35,7 +35,7 @@ PROC_DRIVER = "/proc/driver/nvidia/version"
 PROC_MODULES = "/proc/modules"
 
 
-@dataclass(frozen=True)
+@record
 class GpuState:
     """One GPU's state from NVML; None where the query was unavailable or unsupported."""
 
@@ -54,7 +54,7 @@ class GpuState:
     errors: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class DeviceNode:
     """One NVIDIA device file as this process sees it (stat and access(2), from the state child)."""
 
@@ -68,7 +68,7 @@ class DeviceNode:
     usable: bool | None = None  # access(R_OK | W_OK): the kernel's verdict, SELinux included
 
 
-@dataclass(frozen=True)
+@record
 class CompatFolder:
     """A cuda-compat folder holding a libcuda.so.1 on the dynamic loader's path."""
 
@@ -77,7 +77,7 @@ class CompatFolder:
     library: str | None = None  # libcuda.so.1 resolved: its file name carries the compat version
 
 
-@dataclass(frozen=True)
+@record
 class Limit:
     """A resource limit of this process; None stands for unlimited."""
 
@@ -85,7 +85,7 @@ class Limit:
     hard: int | None
 
 
-@dataclass(frozen=True)
+@record
 class GpuAccessFacts:
     container: str | None = None  # docker, podman, kubernetes, containerd, lxc
     container_evidence: tuple[str, ...] = ()
@@ -246,7 +246,7 @@ def device_node_from_record(raw: Mapping[str, Any]) -> DeviceNode:
     )
 
 
-@dataclass(frozen=True)
+@record
 class _StateAnswer:
     gpus: tuple[GpuState, ...] = ()
     error: str | None = None

@@ -14,7 +14,7 @@ that cannot be read, become facts.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from envdoctor.host.base import Host
 from envdoctor.host.ending import ending_of_result
@@ -23,6 +23,7 @@ from envdoctor.model.types import TextEnum
 from envdoctor.probes.base import NotApplicable, ProbeContext, ProbeSpec
 from envdoctor.target import TargetError
 from envdoctor.util.limits import small_int
+from envdoctor.util.records import record
 
 DRM = "/sys/class/drm"
 KFD_NODES = "/sys/class/kfd/kfd/topology/nodes"
@@ -63,7 +64,7 @@ class ToolStatus(TextEnum):
     GARBLED = "garbled"  # answered, but with no gfx target in its output
 
 
-@dataclass(frozen=True)
+@record
 class ToolRun:
     """One bounded run of a vendor tool (rocminfo) and how it ended."""
 
@@ -72,7 +73,7 @@ class ToolRun:
     detail: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class VendorGpu:
     card: str  # "card1"
     vendor: Vendor
@@ -96,7 +97,7 @@ class VendorGpu:
         return f"{self.xpu_family or 'Intel GPU'} ({self.device_id}, {self.driver or 'no driver'})"
 
 
-@dataclass(frozen=True)
+@record
 class DeviceNode:
     """A GPU device file compute opens (/dev/kfd, /dev/dri/renderD128) and whether this user may."""
 
@@ -107,7 +108,7 @@ class DeviceNode:
     group: str | None = None  # "render"
 
 
-@dataclass(frozen=True)
+@record
 class AppleFacts:
     """A Mac: its chip and macOS version as the system says them (not as an old binary is told)."""
 
@@ -118,7 +119,7 @@ class AppleFacts:
     tool: ToolRun | None = None  # how sysctl ended when it did not answer
 
 
-@dataclass(frozen=True)
+@record
 class GpuVendorFacts:
     gpus: tuple[VendorGpu, ...] = ()
     hsa_override: str | None = None  # HSA_OVERRIDE_GFX_VERSION as set; None: unset
@@ -208,7 +209,7 @@ def _device(host: Host, card: str, errors: list[str]) -> VendorGpu | None:
     )
 
 
-@dataclass(frozen=True)
+@record
 class _KfdNode:
     gfx: str
     device_id: int | None

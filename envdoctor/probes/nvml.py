@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from envdoctor.host.base import Host
@@ -22,6 +22,7 @@ from envdoctor.model.ending import EndingKind
 from envdoctor.model.types import TextEnum
 from envdoctor.probes.base import NotApplicable, ProbeContext, ProbeSpec
 from envdoctor.util.limits import small_int
+from envdoctor.util.records import record
 
 NVIDIA_PCI_VENDOR = "0x10de"
 PCI_DEVICES = "/sys/bus/pci/devices"
@@ -46,7 +47,7 @@ class NvmlSource(TextEnum):
     NVIDIA_SMI = "nvidia-smi"
 
 
-@dataclass(frozen=True)
+@record
 class Gpu:
     index: int
     name: str | None = None
@@ -59,7 +60,7 @@ class Gpu:
         return None if self.capability is None else archs.sm(self.capability)
 
 
-@dataclass(frozen=True)
+@record
 class PciBinding:
     """Which kernel driver holds one NVIDIA GPU (from /sys/bus/pci/devices/<address>/driver)."""
 
@@ -67,7 +68,7 @@ class PciBinding:
     driver: str | None = None  # nvidia, nouveau, nova_core, vfio-pci; None: no driver bound
 
 
-@dataclass(frozen=True)
+@record
 class ModuleBlock:
     """A rule that keeps a kernel module from loading: a modprobe.d line or a kernel parameter."""
 
@@ -76,7 +77,7 @@ class ModuleBlock:
     how: str  # "blacklist", "install /bin/false", "alias off", "modprobe.blacklist=", ...
 
 
-@dataclass(frozen=True)
+@record
 class DkmsBuild:
     """One version of an NVIDIA module DKMS knows, and the kernels it was built for."""
 
@@ -85,7 +86,7 @@ class DkmsBuild:
     kernels: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class DriverHostFacts:
     """The host's side of the NVIDIA driver (Linux): read where NVML does not work, on aarch64
     boards and on NVSwitch systems. None in a field: not readable or not looked at."""
@@ -135,7 +136,7 @@ class DriverHostFacts:
         return tuple(dict.fromkeys(found))
 
 
-@dataclass(frozen=True)
+@record
 class NvmlFacts:
     status: NvmlStatus
     source: NvmlSource | None = None

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from envdoctor.host.base import Host
 from envdoctor.probes.base import ProbeContext, ProbeSpec
+from envdoctor.util.records import record
 
 
-@dataclass(frozen=True)
+@record
 class SystemFacts:
     os: str  # linux, windows, macos
     os_release: str

@@ -16,7 +16,7 @@ import json
 import ntpath
 import posixpath
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from types import ModuleType
 
 from envdoctor.host.base import CommandResult, Host
@@ -25,6 +25,7 @@ from envdoctor.knowledge import cuda_libraries
 from envdoctor.model.ending import EndingKind
 from envdoctor.probes.base import CheckOptions, NotApplicable, ProbeContext, ProbeSpec
 from envdoctor.util.limits import small_int
+from envdoctor.util.records import record
 
 _NVCC_TIMEOUT = 10.0
 _RELEASE = re.compile(r"release (\d+\.\d+)(?:, V(\d+(?:\.\d+)+))?")
@@ -41,7 +42,7 @@ _CLANG_VERSION = re.compile(r"clang version (\d+\.\d+(?:\.\d+)?)")
 _ANY_VERSION = re.compile(r"\b(\d+\.\d+\.\d+)\b")
 
 
-@dataclass(frozen=True)
+@record
 class NvccRun:
     """`nvcc --version` of the nvcc found on PATH."""
 
@@ -53,7 +54,7 @@ class NvccRun:
     error: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Toolkit:
     root: str
     version: str | None = None  # "12.4.1" or "12.4"
@@ -74,13 +75,13 @@ class Toolkit:
         return ".".join(parts[:2]) if len(parts) >= 2 else None
 
 
-@dataclass(frozen=True)
+@record
 class EnvSetting:
     name: str
     value: str
 
 
-@dataclass(frozen=True)
+@record
 class CudaBinEntry:
     """A PATH entry that is (or was) a CUDA toolkit's bin folder."""
 
@@ -92,7 +93,7 @@ class CudaBinEntry:
     duplicate_of: int | None = None  # index of the earlier, identical entry
 
 
-@dataclass(frozen=True)
+@record
 class CudaHome:
     """The toolkit torch.utils.cpp_extension would compile extensions with, and why that one."""
 
@@ -104,7 +105,7 @@ class CudaHome:
     version: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class LibraryCopy:
     """CUDA libraries of one family in one folder: a loader-path entry or a bundled wheel."""
 
@@ -117,13 +118,13 @@ class LibraryCopy:
     position: int | None = None  # for loader-path copies: the LD_LIBRARY_PATH index
 
 
-@dataclass(frozen=True)
+@record
 class CondaPackage:
     name: str
     version: str
 
 
-@dataclass(frozen=True)
+@record
 class HostCompiler:
     """The compiler nvcc runs for host code on Linux: $CC (torch's cpp_extension passes it as
     -ccbin), else $NVCC_CCBIN, else gcc on PATH."""
@@ -139,7 +140,7 @@ class HostCompiler:
         return small_int((self.version or "").split(".")[0])
 
 
-@dataclass(frozen=True)
+@record
 class Ninja:
     """Where torch.utils.cpp_extension's `ninja --version` would find ninja: on PATH, and whether
     the examined environment has one of its own (`pip install ninja` puts it in its bin folder)."""
@@ -148,7 +149,7 @@ class Ninja:
     in_environment: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class MsvcEnvironment:
     """The Visual Studio developer environment of the shell (Windows): the architecture it targets
     and the cl.exe a build runs."""
@@ -158,7 +159,7 @@ class MsvcEnvironment:
     cl_on_path: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class PythonHeaders:
     """Where the examined Python's C headers belong (its base installation's include folder) and
     whether Python.h is there: extension builds and Triton's launcher compile against it."""
@@ -167,7 +168,7 @@ class PythonHeaders:
     has_python_h: bool
 
 
-@dataclass(frozen=True)
+@record
 class TempSpace:
     """The temporary folder pip unpacks wheels in and nvcc writes its intermediate files to."""
 
@@ -177,7 +178,7 @@ class TempSpace:
     total_bytes: int | None = None
 
 
-@dataclass(frozen=True)
+@record
 class InstalledPackage:
     """A package in the examined environment's site-packages that loads CUDA libraries by soname."""
 
@@ -185,7 +186,7 @@ class InstalledPackage:
     version: str
 
 
-@dataclass(frozen=True)
+@record
 class BuildRequirements:
     """The [build-system] requires of the project in the current folder that name torch: an
     isolated build (pip's and uv's default) installs those into a throwaway environment."""
@@ -194,7 +195,7 @@ class BuildRequirements:
     torch: tuple[str, ...]  # the requirement strings that name torch, as written
 
 
-@dataclass(frozen=True)
+@record
 class ToolkitFacts:
     os: str
     shell: str | None = None  # basename of $SHELL, for fix commands

@@ -12,7 +12,6 @@ import enum
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from envdoctor.host.base import ChildOutcome
@@ -23,27 +22,28 @@ from envdoctor.probes.base import CheckOptions, ProbeContext, ProbeSpec
 from envdoctor.probes.torch_smoke import SmokeFacts
 from envdoctor.util.limits import small_int
 from envdoctor.util.pep503 import normalize_name
+from envdoctor.util.records import record
 from envdoctor.util.serde import DataError, from_data
 
 _MARGIN = 2.0  # seconds left to the engine after the child's own timeout (a quarter, if less)
 _KILL_ROOM = 0.25  # seconds to kill a hung child and collect its output
 
 
-@dataclass(frozen=True)
+@record
 class PythonError:
     type: str
     message: str
     traceback: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class StepError:
     step: str
     type: str
     message: str
 
 
-@dataclass(frozen=True)
+@record
 class TorchDevice:
     index: int
     name: str | None = None
@@ -51,7 +51,7 @@ class TorchDevice:
     total_memory_bytes: int | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Package:
     name: str
     version: str
@@ -68,7 +68,7 @@ class LoadStatus(str, enum.Enum):
     SKIPPED = "skipped"  # no time left in the child's budget
 
 
-@dataclass(frozen=True)
+@record
 class CompanionLoad:
     """torchvision or torchaudio imported beside torch: did its compiled extension load and run?"""
 
@@ -90,7 +90,7 @@ class CompanionLoad:
         return self.status not in (LoadStatus.OK, LoadStatus.SKIPPED)
 
 
-@dataclass(frozen=True)
+@record
 class Distribution:
     """An installed distribution that requires torch, a companion or triton, or is one of them."""
 
@@ -101,7 +101,7 @@ class Distribution:
     source: str | None = None  # PEP 610 direct_url.json: the file or URL of a direct install
 
 
-@dataclass(frozen=True)
+@record
 class BuiltFor:
     """What an extension's own build-info file says it was built for (xformers' cpp_lib.json)."""
 
@@ -110,7 +110,7 @@ class BuiltFor:
     python: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class TorchExtension:
     """An installed distribution whose compiled files link torch's libraries (or that envdoctor's
     table names as a torch extension): the candidates the child loads beside torch."""
@@ -128,7 +128,7 @@ class TorchExtension:
     top_level: tuple[str, ...] = ()  # torch-linked modules importable by themselves: `import trilinear`
 
 
-@dataclass(frozen=True)
+@record
 class ExtensionLoad:
     """One torch-linked compiled file of an extension, loaded beside torch in the child."""
 
@@ -144,7 +144,7 @@ class ExtensionLoad:
         return self.status not in (LoadStatus.OK, LoadStatus.SKIPPED)
 
 
-@dataclass(frozen=True)
+@record
 class CacheEntry:
     """One build folder of a JIT extension cache."""
 
@@ -153,21 +153,21 @@ class CacheEntry:
     built: float | None = None  # the mtime of its newest compiled library
 
 
-@dataclass(frozen=True)
+@record
 class JitCache:
     tool: str
     root: str
     entries: tuple[CacheEntry, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class JitCaches:
     caches: tuple[JitCache, ...] = ()
     torch_installed: float | None = None  # mtime of torch/version.py: when this torch was installed
     now: float | None = None  # the child's clock when it looked
 
 
-@dataclass(frozen=True)
+@record
 class ExtensionFacts:
     """What sits around torch: companions loaded for real, packages pinned to a torch, torch
     extensions and their loads, JIT extension caches."""
@@ -194,7 +194,7 @@ class ExtensionFacts:
         return tuple(load for load in self.extension_loads if normalize_name(load.name) == key)
 
 
-@dataclass(frozen=True)
+@record
 class TorchCopy:
     """A folder on sys.path that holds a torch package."""
 
@@ -203,7 +203,7 @@ class TorchCopy:
     dists: tuple[str, ...] = ()  # the versions of the torch dist-info/egg-info folders there
 
 
-@dataclass(frozen=True)
+@record
 class UserSite:
     path: str | None = None  # site.getusersitepackages()
     enabled: bool = False  # site.ENABLE_USER_SITE: the folder is on sys.path
@@ -211,14 +211,14 @@ class UserSite:
     env: bool = False  # PYTHONNOUSERSITE is set
 
 
-@dataclass(frozen=True)
+@record
 class CondaPackage:
     name: str
     version: str
     build: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class EntryPoint:
     """A command on PATH (python, pip, torchrun) and the interpreter it runs."""
 
@@ -228,7 +228,7 @@ class EntryPoint:
     same_environment: bool | None = None  # that interpreter sits in the examined one's folder
 
 
-@dataclass(frozen=True)
+@record
 class Surroundings:
     """What surrounds torch in the examined interpreter, read before `import torch` (so a crash
     in it still leaves them): copies of torch on sys.path, the user site, conda's packages."""
@@ -256,7 +256,7 @@ class BridgeStatus(TextEnum):
     NOT_RUN = "not_run"  # import torch failed, or an older snapshot
 
 
-@dataclass(frozen=True)
+@record
 class NumpyFacts:
     """NumPy beside torch, as the torch child saw it."""
 
@@ -271,7 +271,7 @@ class NumpyFacts:
         return small_int(head)  # ASCII digits only: "²" in a snapshot is no version
 
 
-@dataclass(frozen=True)
+@record
 class ChildEnd:
     """How the child ended when it did not finish its report."""
 
@@ -296,7 +296,7 @@ class ChildEnd:
         )
 
 
-@dataclass(frozen=True)
+@record
 class AcceleratorFacts:
     """AMD and Intel GPUs as this torch sees them (child records from envdoctor 0.1 on; older
     snapshots have none)."""
@@ -307,7 +307,7 @@ class AcceleratorFacts:
     gfx_targets: tuple[str | None, ...] = ()  # ROCm: each device's gcnArchName, flags cut ("gfx90a")
 
 
-@dataclass(frozen=True)
+@record
 class TorchFacts:
     installed: bool
     dist_version: str | None = None
@@ -500,13 +500,13 @@ def _extension_records(
     )
     loads: list[ExtensionLoad] = []
     pending: Mapping[str, Any] | None = None
-    for record in records:
-        kind = record.get("record")
+    for line in records:
+        kind = line.get("record")
         if kind == "extension_start":
-            pending = record
+            pending = line
         elif kind == "extension":
             pending = None
-            loads.append(_extension_load(record))
+            loads.append(_extension_load(line))
     if pending is not None:
         loads.append(_stopped_extension(pending, outcome))
     return found, tuple(loads), _typed(JitCaches, raw.get("jit"))

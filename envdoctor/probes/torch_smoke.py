@@ -8,12 +8,12 @@ that hung (the child's watchdog or the parent's timeout stopped it) or crashed t
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from envdoctor.host.base import ChildOutcome
 from envdoctor.host.ending import ending_of_outcome
 from envdoctor.model.findings import TextEnum
+from envdoctor.util.records import record
 
 
 class StepStatus(TextEnum):
@@ -46,13 +46,13 @@ STEP_LABELS = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class SmokeError:
     type: str
     message: str  # verbatim, as torch raised it (up to 4000 characters)
 
 
-@dataclass(frozen=True)
+@record
 class SmokeStep:
     step: str  # init, matmul_fp32, autograd, matmul_fp16, matmul_bf16, conv2d
     status: StepStatus
@@ -86,7 +86,7 @@ class SmokeStep:
         return None
 
 
-@dataclass(frozen=True)
+@record
 class SmokeDevice:
     device: str  # "cpu", "cuda:0", "mps"
     kind: DeviceKind
@@ -122,7 +122,7 @@ class SmokeDevice:
         return None
 
 
-@dataclass(frozen=True)
+@record
 class SmokeFacts:
     ran: bool
     skipped_reason: str | None = None  # "--no-smoke"

@@ -13,12 +13,12 @@ import ntpath
 import posixpath
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import ModuleType
 
 from envdoctor.host.base import Host
 from envdoctor.knowledge import triton as triton_table
 from envdoctor.probes.base import NotApplicable, ProbeContext, ProbeSpec
+from envdoctor.util.records import record
 
 _PROGRAM_TIMEOUT = 2.0  # `ptxas --version` and `ldconfig -p` answer in milliseconds; up to four run
 LDCONFIG = "/sbin/ldconfig"  # the path Triton runs, not whichever ldconfig is on PATH
@@ -29,7 +29,7 @@ LIBCUDA = "libcuda.so.1"  # what Triton's lookup asserts exists
 LIBCUDA_LINK = "libcuda.so"  # what its launcher's `-lcuda` needs beside it
 
 
-@dataclass(frozen=True)
+@record
 class Ptxas:
     """One ptxas Triton may run, in the order it prefers them."""
 
@@ -40,7 +40,7 @@ class Ptxas:
     error: str | None = None  # why it gave no version
 
 
-@dataclass(frozen=True)
+@record
 class LibcudaCopy:
     """A libcuda file found where Triton looks for one."""
 
@@ -48,7 +48,7 @@ class LibcudaCopy:
     found_by: str  # "ldconfig", "TRITON_LIBCUDA_PATH", "LD_LIBRARY_PATH", "LIBRARY_PATH", "beside"
 
 
-@dataclass(frozen=True)
+@record
 class TritonFacts:
     installed: bool
     distribution: str | None = None  # triton, pytorch_triton, triton_windows

@@ -18,7 +18,6 @@ import dataclasses
 import fnmatch
 import ntpath
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from envdoctor.host.base import ChildOutcome, Host
@@ -29,6 +28,7 @@ from envdoctor.model.ending import EndingKind
 from envdoctor.model.findings import TextEnum
 from envdoctor.probes.base import NotApplicable, ProbeContext, ProbeSpec
 from envdoctor.util.limits import small_int
+from envdoctor.util.records import record
 
 _CHILD_TIMEOUT = 30.0
 
@@ -69,14 +69,14 @@ _STATUS_BY_ENDING = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class RedistRegistration:
     view: int  # 64 or 32: the registry view the key was read in
     installed: bool | None = None
     version: str | None = None  # "14.40.33810.0"
 
 
-@dataclass(frozen=True)
+@record
 class DllFile:
     name: str  # lower-case base name
     path: str
@@ -86,20 +86,20 @@ class DllFile:
     package: str | None = None  # the Python package whose folder holds it, when origin is package
 
 
-@dataclass(frozen=True)
+@record
 class Distribution:
     name: str
     version: str
 
 
-@dataclass(frozen=True)
+@record
 class DllFailure:
     dll: str
     winerror: int | None = None
     message: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class DllLoadFacts:
     """What loading torch\\lib's DLLs in the target interpreter did."""
 
@@ -138,7 +138,7 @@ class DllLoadFacts:
         return None
 
 
-@dataclass(frozen=True)
+@record
 class WindowsFacts:
     system32: str
     dll_load: DllLoadFacts

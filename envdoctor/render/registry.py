@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from envdoctor.util.records import record
 
 if TYPE_CHECKING:
     from envdoctor.model.findings import Report
@@ -50,7 +51,7 @@ def _junit(report: Report, verbose: bool) -> str:
     return render_junit(report)
 
 
-@dataclass(frozen=True)
+@record
 class Renderer:
     module: str  # the module `render` imports: what `warm` loads ahead of time
     render: Callable[[Report, bool], str]  # (report, verbose) -> text

@@ -7,16 +7,17 @@ turns hits into findings with the rule's code, name, severity and area.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import ModuleType
 from typing import TypeVar
 
 from envdoctor.model.findings import Fix, Interpreter, PlatformInfo, ProbeResult, ProbeStatus, Severity
+from envdoctor.util.records import record
 
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
+@record
 class Hit:
     """One occurrence of a rule's problem, in the words of this machine."""
 
@@ -26,7 +27,7 @@ class Hit:
     fixes: tuple[Fix, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class RuleDoc:
     what: str  # What it checks
     why: str  # Why it matters
@@ -34,7 +35,7 @@ class RuleDoc:
     example: str  # An example of the situation
 
 
-@dataclass(frozen=True)
+@record
 class RuleContext:
     """The facts a rule may read: every probe's result, the platform and the interpreter."""
 
@@ -76,7 +77,7 @@ class RuleContext:
 CheckFn = Callable[[RuleContext], Iterable[Hit]]
 
 
-@dataclass(frozen=True)
+@record
 class Rule:
     code: str  # ED###, stable forever
     name: str  # kebab-case

@@ -12,12 +12,13 @@ in a minute.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from envdoctor.knowledge import symptoms as data
 from envdoctor.model.findings import Fix
 from envdoctor.model.types import TextEnum
 from envdoctor.rules.base import RuleContext
+from envdoctor.util.records import record
 
 
 class Likelihood(TextEnum):
@@ -30,7 +31,7 @@ class Likelihood(TextEnum):
 _RANK = {Likelihood.CONFIRMED: 0, Likelihood.LIKELY: 1, Likelihood.POSSIBLE: 2}
 
 
-@dataclass(frozen=True)
+@record
 class Reading:
     """What this machine's facts say of one cause."""
 
@@ -46,7 +47,7 @@ RULED_OUT = Reading(Likelihood.RULED_OUT)
 Reader = Callable[[RuleContext], Reading]
 
 
-@dataclass(frozen=True)
+@record
 class RankedCause:
     key: str
     title: str

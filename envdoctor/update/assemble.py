@@ -16,6 +16,7 @@ from packaging.version import Version
 from envdoctor.knowledge import Release, load_table, variant_cuda
 from envdoctor.knowledge.provenance import references
 from envdoctor.update.gather import COMPANIONS, Build, Metadata, Seen
+from envdoctor.util.records import record
 
 MAX_NEW_RELEASES = 8  # the newest ones, should the data be very old
 # A platform's "pypi" where the default index has no wheel for it: plain `pip install torch` gets no
@@ -23,7 +24,7 @@ MAX_NEW_RELEASES = 8  # the newest ones, should the data be very old
 NOT_ON_DEFAULT_INDEX = "none"
 
 
-@dataclass(frozen=True)
+@record
 class NewRelease:
     torch: str
     torchvision: str | None
@@ -69,7 +70,7 @@ def _lists(row: Mapping[str, Any], machine: str) -> Mapping[str, str]:
     return found if isinstance(found, dict) else {}
 
 
-@dataclass(frozen=True)
+@record
 class Carried:
     arch_list: str
     origin: str  # "torch 2.13 cu130"

@@ -20,20 +20,21 @@ from envdoctor.knowledge import Release, cuda_variant
 from envdoctor.update.http import SIMPLE_ACCEPT, Request, Response, fetch_all
 from envdoctor.update.simple_index import IndexFile, IndexPageError, parse_page
 from envdoctor.update.wheels import Wheel, cuda_requirement, parse_wheel, torch_pin
+from envdoctor.util.records import record
 
 METADATA_LIMIT = 4 * 2**20
 COMPANIONS = ("torchvision", "torchaudio")
 _RECENT = 6  # the variants of this many newest known releases are looked up, and their neighbours
 
 
-@dataclass(frozen=True)
+@record
 class Failure:
     url: str
     error: str
     page: Page | None = None  # which page it was: its data is kept from the overlay before
 
 
-@dataclass(frozen=True)
+@record
 class Page:
     source: str  # "pytorch" (a per-variant page) or "default" (the default index)
     project: str  # "torch", "torchvision", "torchaudio"
@@ -131,7 +132,7 @@ def _belongs(wheel: Wheel, page: Page) -> bool:
     return wheel.label == page.variant
 
 
-@dataclass(frozen=True)
+@record
 class Horizon:
     """How far the built-in data reaches: only what lies beyond is gathered."""
 

@@ -17,10 +17,10 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from envdoctor.util import threads
-from envdoctor.util.urls import host_problem, split_credentials
+from envdoctor.util.records import record
+from envdoctor.util.urls import host_problem, opener_for, split_credentials
 from envdoctor.version import __version__
 
 REQUEST_TIMEOUT = 5.0
@@ -32,14 +32,14 @@ SIMPLE_ACCEPT = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class Request:
     url: str
     accept: str = "*/*"
     limit: int = PAGE_LIMIT
 
 
-@dataclass(frozen=True)
+@record
 class Response:
     """What one GET got: a status and the body, or why nothing usable came back."""
 
@@ -103,7 +103,7 @@ def fetch(request: Request, timeout: float = REQUEST_TIMEOUT) -> Response:
     if authorization is not None:
         outgoing.add_unredirected_header("Authorization", authorization)
     try:
-        with urllib.request.urlopen(outgoing, timeout=timeout) as answer:
+        with opener_for(split.url, os.environ).open(outgoing, timeout=timeout) as answer:
             chunks: list[bytes] = []
             size = 0
             while True:

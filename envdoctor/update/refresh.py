@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -23,6 +22,7 @@ from envdoctor.knowledge import Release
 from envdoctor.knowledge import overlay as overlay_file
 from envdoctor.update.assemble import NOT_ON_DEFAULT_INDEX, NewRelease, assemble, variant_order
 from envdoctor.update.gather import Failure, Page, gather
+from envdoctor.util.records import record
 from envdoctor.util.urls import safe_url
 
 DEFAULT_DEADLINE = 30.0
@@ -32,14 +32,14 @@ class UpdateError(Exception):
     """Nothing could be refreshed; the message is one line for the user."""
 
 
-@dataclass(frozen=True)
+@record
 class Sources:
     pytorch_index: str  # ".../whl": variant pages below it
     default_index: str | None  # a simple index (".../simple"); None: PyTorch's pages only
     default_origin: str = ""  # where the default index came from, for the output
 
 
-@dataclass(frozen=True)
+@record
 class Outcome:
     path: str
     data: Mapping[str, Any]

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import json
 import urllib.parse
-from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import Any
 
 from envdoctor.update.http import Response
+from envdoctor.util.records import record
 
 _JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 
 
-@dataclass(frozen=True)
+@record
 class IndexFile:
     filename: str
     url: str  # absolute, without the #hash fragment

@@ -8,7 +8,6 @@ no wheel is ever downloaded.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from email.parser import HeaderParser
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -16,6 +15,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import Version
 
 from envdoctor.update.simple_index import IndexFile
+from envdoctor.util.records import record
 
 # The runtime's own package names the CUDA version exactly; the others only its major version.
 _RUNTIME = re.compile(r"^nvidia-cuda-(runtime|nvrtc)(-cu(\d+))?$")
@@ -23,7 +23,7 @@ _TOOLKIT = "cuda-toolkit"
 _ANY_NVIDIA = re.compile(r"^nvidia-[a-z0-9-]+?-cu(\d+)$")
 
 
-@dataclass(frozen=True)
+@record
 class Wheel:
     file: IndexFile
     project: str  # canonical name: "torch"
@@ -102,7 +102,7 @@ def parse_wheel(file: IndexFile) -> Wheel | None:
     return Wheel(file, str(canonicalize_name(name)), version, frozenset(platforms), frozenset(pythons), abi3)
 
 
-@dataclass(frozen=True)
+@record
 class CudaRequirement:
     """What a torch wheel's requirements say about CUDA."""
 

@@ -11,10 +11,16 @@ from __future__ import annotations
 
 import base64
 import urllib.parse
-from dataclasses import dataclass
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from envdoctor.util.records import record
+
+if TYPE_CHECKING:
+    import urllib.request
 
 
-@dataclass(frozen=True)
+@record
 class SplitUrl:
     """`url` without its credentials, and the credentials (decoded) where it had any."""
 
@@ -74,3 +80,36 @@ def host_problem(url: str) -> str | None:
 def safe_url(url: str) -> str:
     """`url` as it may be shown or sent: without its credentials."""
     return split_credentials(url).url
+
+
+def proxies_named(environ: Mapping[str, str]) -> dict[str, str]:
+    """The proxies `environ` names, as urllib's getproxies_environment reads os.environ: any
+    `<scheme>_proxy` in either case, the lowercase one winning, HTTP_PROXY not trusted under CGI;
+    "no" holds no_proxy."""
+    proxies: dict[str, str] = {}
+    for name, value in environ.items():
+        if value and name.lower().endswith("_proxy"):
+            proxies[name.lower()[:-6]] = value
+    if "REQUEST_METHOD" in environ:
+        proxies.pop("http", None)
+    for name, value in environ.items():
+        if name.endswith("_proxy"):
+            if value:
+                proxies[name[:-6]] = value
+            else:
+                proxies.pop(name[:-6], None)
+    return proxies
+
+
+def opener_for(url: str, environ: Mapping[str, str]) -> urllib.request.OpenerDirector:
+    """An opener for `url` with the proxies `environ` names now. urlopen's own opener is built once
+    per process from os.environ as it was at the first request: a long-lived process (the pytest
+    plugin, a notebook, the Python API) would keep a proxy that is gone, or miss one set later."""
+    import urllib.request
+
+    proxies = proxies_named(environ)
+    host = urllib.parse.urlsplit(url).hostname or ""
+    if "no" in proxies and urllib.request.proxy_bypass_environment(host, proxies):  # type: ignore[attr-defined]
+        proxies = {}
+    proxies.pop("no", None)
+    return urllib.request.build_opener(urllib.request.ProxyHandler(proxies))

@@ -5,7 +5,6 @@ read (knowledge/alloc_conf.json)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
@@ -16,13 +15,14 @@ from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.environment.common import set_fix, unset_fix
 from envdoctor.rules.fixes import planned_fix
+from envdoctor.util.records import record
 
 DOCS = "https://pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf"
 CUDA_NAME = "PYTORCH_CUDA_ALLOC_CONF"
 UNIFIED_NAME = "PYTORCH_ALLOC_CONF"
 
 
-@dataclass(frozen=True)
+@record
 class Problem:
     entry: str  # the option:value pair as written
     why: str  # a clause: what torch makes of it

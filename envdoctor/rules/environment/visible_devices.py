@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from envdoctor.model.findings import Severity
 from envdoctor.probes.environment import EnvironmentFacts
@@ -17,12 +16,13 @@ from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.environment.common import cuda_torch, nvidia_gpus, set_fix, unset_fix
+from envdoctor.util.records import record
 
 VARIABLE = "CUDA_VISIBLE_DEVICES"
 _INDEX = re.compile(r"\d{1,4}")
 
 
-@dataclass(frozen=True)
+@record
 class Visible:
     """What CUDA makes of the variable on a machine with `count` GPUs."""
 

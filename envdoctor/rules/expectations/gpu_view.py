@@ -3,16 +3,15 @@ and the shared wording of an unmet expectation's title and evidence."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from envdoctor.model.findings import ProbeStatus
 from envdoctor.probes.nvml import NvmlFacts
 from envdoctor.probes.nvml import describe as describe_nvml
 from envdoctor.probes.torch_build import TorchDevice, TorchFacts
 from envdoctor.rules.base import RuleContext
+from envdoctor.util.records import record
 
 
-@dataclass(frozen=True)
+@record
 class GpuView:
     """The GPUs torch can use here, or why it can use none, plus what NVML adds for context."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from packaging.version import Version
 
@@ -26,11 +26,12 @@ from envdoctor.rules.mirrors.config_edits import CONDA_CONFIG_DOCS, origin_line
 from envdoctor.rules.mirrors.urls import channel_name
 from envdoctor.shell import quote
 from envdoctor.util.lazy_re import Lazy
+from envdoctor.util.records import record
 
 CONDA_CHANNEL_END = "https://github.com/pytorch/pytorch/issues/138506"
 
 
-@dataclass(frozen=True)
+@record
 class _Frozen:
     channel: str  # as configured: a name or a URL
     name: str  # pytorch, nvidia

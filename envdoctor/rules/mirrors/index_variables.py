@@ -13,7 +13,6 @@ so the pins of a requirements file or a CI job lose to it. The fix names the var
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from envdoctor import knowledge
 from envdoctor.install import plan as install
@@ -33,6 +32,7 @@ from envdoctor.rules.mirrors.urls import (
     wheel_variant,
     without_credentials,
 )
+from envdoctor.util.records import record
 
 UV_ENV_DOCS = "https://docs.astral.sh/uv/reference/environment/"
 # How each variable joins an install, in words for the finding.
@@ -50,7 +50,7 @@ _HOW = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class _Set:
     tool: str
     variable: str

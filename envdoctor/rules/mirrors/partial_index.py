@@ -10,7 +10,6 @@ index-url set to a vendor index breaks every later `pip install` of an ordinary 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from envdoctor.install import plan as install
 from envdoctor.knowledge.mirrors import IndexKind, KnownIndex
@@ -29,6 +28,7 @@ from envdoctor.rules.mirrors.config_edits import (
 from envdoctor.rules.mirrors.urls import torch_index, vendor_index, without_credentials
 from envdoctor.rules.torch.interpreter import not_found
 from envdoctor.shell import quote
+from envdoctor.util.records import record
 
 # What PyTorch's own index is expected to carry: a missing one of these is another cause (the
 # release or the Python has no build: ED021, ED510).
@@ -39,7 +39,7 @@ def _partial(url: str) -> KnownIndex | None:
     return torch_index(url) or vendor_index(url)
 
 
-@dataclass(frozen=True)
+@record
 class _Only:
     url: str
     index: KnownIndex

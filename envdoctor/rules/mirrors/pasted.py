@@ -10,10 +10,10 @@ MAX_LINE characters, so a hostile log costs time linear in its size.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
 
 from envdoctor.knowledge.signatures import PASTED, ErrorEvidence
 from envdoctor.util.lazy_re import Lazy
+from envdoctor.util.records import record
 
 MAX_LINE = 2000
 MAX_LINES = 5000
@@ -33,7 +33,7 @@ _OPTIONS = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class PastedCommand:
     tool: str  # pip, uv
     line: str  # the line as pasted (trimmed)
@@ -53,7 +53,7 @@ class PastedCommand:
         )
 
 
-@dataclass(frozen=True)
+@record
 class LookingIn:
     """pip's "Looking in indexes: A, B" / "Looking in links: C" line: what it really used."""
 

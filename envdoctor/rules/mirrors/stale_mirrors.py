@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from envdoctor.knowledge import mirrors
 from envdoctor.knowledge.mirrors import IndexStatus, KnownIndex
@@ -16,6 +15,7 @@ from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.mirrors import pasted
 from envdoctor.rules.mirrors.config_edits import origin_line, pip_edit_fix
 from envdoctor.rules.mirrors.urls import channel_name
+from envdoctor.util.records import record
 
 
 def note_text(note: str) -> str:
@@ -24,7 +24,7 @@ def note_text(note: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-@dataclass(frozen=True)
+@record
 class _Configured:
     tool: str
     setting: str  # index-url, extra-index-url, channels, custom_channels, index, ...

@@ -8,7 +8,7 @@ of it, carries only CPU-only torch wheels for Windows and macOS.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from envdoctor.install import plan as install
 from envdoctor.install.commands import Command, command_text, resolve_mirror
@@ -23,6 +23,7 @@ from envdoctor.rules.fixes import GET_STARTED, install_target, plan_commands
 from envdoctor.rules.mirrors import pasted
 from envdoctor.rules.mirrors.config_edits import origin_line, pip_edit_fix
 from envdoctor.rules.mirrors.urls import pypi_mirror, torch_index, variant_of, without_credentials
+from envdoctor.util.records import record
 
 PIP_FINDING_PACKAGES = "https://pip.pypa.io/en/stable/cli/pip_install/#finding-packages"
 
@@ -57,7 +58,7 @@ def _plan_fixes(ctx: RuleContext, summary: str, mirror_url: str) -> list[Fix]:
 # ED501: a PyPI mirror as the index on Windows/macOS while a CUDA build is wanted
 
 
-@dataclass(frozen=True)
+@record
 class _DefaultIndex:
     tool: str
     url: str

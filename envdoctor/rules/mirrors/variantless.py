@@ -7,7 +7,6 @@ the root listing no longer carries the older builds at all (+cu121 is only under
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from envdoctor.install import plan as install
 from envdoctor.knowledge.signatures import ErrorEvidence
@@ -19,9 +18,10 @@ from envdoctor.rules.mirrors import pasted
 from envdoctor.rules.mirrors.config_edits import origin_line
 from envdoctor.rules.mirrors.stale_mirrors import configured_urls
 from envdoctor.rules.mirrors.urls import is_variantless_torch_index, torch_index, without_credentials
+from envdoctor.util.records import record
 
 
-@dataclass(frozen=True)
+@record
 class _Found:
     url: str
     where: str

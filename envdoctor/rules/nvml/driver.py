@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from packaging.version import Version
 
@@ -20,11 +19,12 @@ from envdoctor.rules import symptoms
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.fixes import driver_fix, planned_fix
 from envdoctor.rules.nvml.driver_causes import elsewhere, not_loaded_causes, open_source_holders
+from envdoctor.util.records import record
 
 _TOO_OLD = re.compile(r"NVIDIA driver on your system is too old \(found version (\d+)\)")
 
 
-@dataclass(frozen=True)
+@record
 class DriverVerdict:
     """How the installed driver relates to torch's CUDA (knowledge.drivers judges), with evidence."""
 

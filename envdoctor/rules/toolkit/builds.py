@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ntpath
 import posixpath
-from dataclasses import dataclass
 
 from envdoctor.install.packages import PackageRequest
 from envdoctor.knowledge.archs import Capability, dotted
@@ -17,9 +16,10 @@ from envdoctor.rules.base import RuleContext
 from envdoctor.rules.env_edits import prepend_command, set_variable_fixes
 from envdoctor.rules.fixes import package_fix
 from envdoctor.rules.toolkit.toolkits import complete_toolkits, major_minor, path_name
+from envdoctor.util.records import record
 
 
-@dataclass(frozen=True)
+@record
 class BuildToolkit:
     """The CUDA version a build compiles with and where that comes from."""
 
@@ -65,7 +65,7 @@ def torch_release(ctx: RuleContext) -> str | None:
     return torch.public_version
 
 
-@dataclass(frozen=True)
+@record
 class TargetGpu:
     name: str
     capability: Capability

@@ -7,7 +7,6 @@ import dataclasses
 import ntpath
 import posixpath
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from envdoctor import knowledge
 from envdoctor.install import plan as install
@@ -31,9 +30,10 @@ from envdoctor.rules.toolkit.toolkits import (
     matching_toolkit,
     torch_cuda,
 )
+from envdoctor.util.records import record
 
 
-@dataclass(frozen=True)
+@record
 class _ExtensionToolkit:
     torch_cuda: str
     toolkit_cuda: str

@@ -7,7 +7,6 @@ from __future__ import annotations
 import ntpath
 import posixpath
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from envdoctor.knowledge import cuda_libraries
 from envdoctor.knowledge.signatures import ErrorEvidence
@@ -19,9 +18,10 @@ from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.env_edits import path_removal_fixes
 from envdoctor.rules.toolkit.toolkits import major, major_minor, toolkit_bins, torch_cuda
 from envdoctor.shell import join
+from envdoctor.util.records import record
 
 
-@dataclass(frozen=True)
+@record
 class _Shadow:
     copy: LibraryCopy
     bundled: LibraryCopy

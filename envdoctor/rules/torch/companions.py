@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
@@ -39,6 +39,7 @@ from envdoctor.probes.torch_build import (
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.fixes import GET_STARTED, install_target, package_fix
 from envdoctor.util.pep503 import normalize_name
+from envdoctor.util.records import record
 
 COMPANIONS = ("torchvision", "torchaudio")
 _VARIANT = re.compile(r"cu\d+|cpu|rocm[\d.]+|xpu")
@@ -47,7 +48,7 @@ _VARIANT = re.compile(r"cu\d+|cpu|rocm[\d.]+|xpu")
 # -- what each side of a pair is -------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class Build:
     """torch or a companion as installed: its version, its variant and how the variant is known."""
 
@@ -168,7 +169,7 @@ def companion_build(ctx: RuleContext, torch: TorchFacts, name: str) -> Build | N
 # -- judging a pair --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class Pair:
     """torch and one companion, and what does not fit between them, in words (None: nothing known)."""
 
@@ -449,7 +450,7 @@ def marker_environment(ctx: RuleContext) -> dict[str, str]:
     }
 
 
-@dataclass(frozen=True)
+@record
 class UnmetRequirement:
     dependent: Distribution
     requirement: Requirement

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
@@ -37,6 +36,7 @@ from envdoctor.rules.fixes import package_fix
 from envdoctor.rules.torch import companions
 from envdoctor.shell import join, quote
 from envdoctor.util.pep503 import normalize_name
+from envdoctor.util.records import record
 
 # -- what an extension says it was built for -------------------------------------------------
 
@@ -61,7 +61,7 @@ def _major(cuda: str | None) -> str | None:
     return cuda.split(".", 1)[0] if cuda else None
 
 
-@dataclass(frozen=True)
+@record
 class BuiltAgainst:
     """The torch (a release "2.1.2" or a series "2.3"), CUDA and C++ ABI an extension was built for."""
 
@@ -171,7 +171,7 @@ def other_cuda(built: BuiltAgainst, torch: TorchFacts) -> bool:
 # -- why a load failed -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class LoadCause:
     kind: str  # "symbol", "abi", "cuda", "cuda-torch", "crash", "other"
     words: str
@@ -299,7 +299,7 @@ def torch_fix(ctx: RuleContext, torch: TorchFacts, ext: TorchExtension, built: B
 # -- ED212 -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class Mismatch:
     ext: TorchExtension
     built: BuiltAgainst | None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from envdoctor import knowledge
 from envdoctor.install import plan as install
@@ -20,6 +20,7 @@ from envdoctor.probes.torch_smoke import DeviceKind, SmokeDevice, SmokeStep, Ste
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.env_edits import set_command
 from envdoctor.rules.fixes import driver_fix, install_target, plan_fix, planned_fix
+from envdoctor.util.records import record
 
 # torch's own warnings name the GPU's capability; they are a source of it when nothing else is.
 _CUBIN_WARNING = re.compile(r"(?P<name>[^\n]+?) with CUDA capability sm_(?P<cc>\d+) is not compatible")
@@ -30,7 +31,7 @@ _CAPABILITY_WARNING = re.compile(
 _ARCH_WARNING_WORDS = ("is not compatible with the current PyTorch", "which is of cuda capability")
 
 
-@dataclass(frozen=True)
+@record
 class SeenGpu:
     name: str
     capability: Capability
@@ -425,7 +426,7 @@ _GIB = 2**30
 LOW_MEMORY_GPU = 6 * _GIB  # below this, common models (Stable Diffusion, 7B LLMs) need their low-VRAM modes
 
 
-@dataclass(frozen=True)
+@record
 class OomReport:
     """The numbers torch's out-of-memory message gave, in bytes (None: not said)."""
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from packaging.requirements import InvalidRequirement, Requirement
 
@@ -27,6 +26,7 @@ from envdoctor.rules.fixes import conda_fix, package_fix, with_uninstall
 from envdoctor.rules.torch import companions
 from envdoctor.shell import join, quote
 from envdoctor.util.pep503 import normalize_name
+from envdoctor.util.records import record
 
 _NVIDIA_WHEEL = re.compile(r"^nvidia-(?P<lib>[a-z0-9-]+?)-cu(?P<major>\d+)$")
 _STATIC_TLS = re.compile(r"(?P<lib>\S+\.so[\w.-]*): cannot allocate memory in static TLS block")
@@ -84,7 +84,7 @@ def _first_line(text: str, pattern: re.Pattern[str]) -> str:
 # -- ED220 -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class NvidiaWheel:
     dist: Distribution
     lib: str

@@ -11,7 +11,6 @@ which Python: knowledge/interpreters.py over releases.json and interpreters.json
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from envdoctor import knowledge
 from envdoctor.knowledge import interpreters
@@ -22,6 +21,7 @@ from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.fixes import planned_fix
 from envdoctor.util.lazy_re import Lazy
+from envdoctor.util.records import record
 
 PYTHON_DOWNLOADS = "https://www.python.org/downloads/"
 COMPATIBILITY = "https://github.com/pytorch/pytorch/blob/main/RELEASE.md#release-compatibility-matrix"
@@ -52,7 +52,7 @@ def _torch_works(ctx: RuleContext) -> bool:
     return torch is not None and torch.imported
 
 
-@dataclass(frozen=True)
+@record
 class NotFound:
     package: str
     version: str | None

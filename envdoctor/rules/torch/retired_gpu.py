@@ -5,7 +5,6 @@ a note when the CPU build is what is installed and nothing else fits (ED306)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from envdoctor import knowledge
 from envdoctor.knowledge import gpu_compute
@@ -19,11 +18,12 @@ from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.fixes import planned_fix
 from envdoctor.rules.nvml.driver import driver_verdict
 from envdoctor.rules.torch.gpu import SeenGpu, seen_gpus, uncovered_gpus
+from envdoctor.util.records import record
 
 MATRIX = "https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html"
 
 
-@dataclass(frozen=True)
+@record
 class OldGpu:
     gpu: SeenGpu
     family: RetiredGpu

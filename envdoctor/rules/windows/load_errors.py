@@ -8,7 +8,6 @@ from __future__ import annotations
 import ntpath
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from envdoctor.knowledge import cuda_libraries
 from envdoctor.knowledge import windows as knowledge
@@ -19,13 +18,14 @@ from envdoctor.probes.windows import PATH, SYSTEM32, TORCH_LIB, DllFile, Windows
 from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.fixes import planned_fix
 from envdoctor.rules.windows.dlls import folder_removal, torch_version, where
+from envdoctor.util.records import record
 
 # import torch's own words: "[WinError 1455] ... Error loading "...\torch\lib\cudnn_cnn_infer64_8.dll" ..."
 _IMPORT_FAILURE = re.compile(r"\[WinError (?P<code>\d+)\][^\n]*?Error loading \"(?P<path>[^\"]+)\"")
 _LOAD_FAILURES = (126, 127)
 
 
-@dataclass(frozen=True)
+@record
 class LoadFailure:
     dll: str  # lower-case base name
     winerror: int
