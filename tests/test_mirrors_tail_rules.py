@@ -1,16 +1,18 @@
-"""ED508-ED513, and what ED501-ED504 read from a pasted text (`envdoctor why`): index variables,
+"""ED508-ED514, and what ED501-ED504 read from a pasted text (`envdoctor why`): index variables,
 partial indexes as the only index, variant-less PyTorch indexes, [tool.uv.sources] not applied,
 cross-platform locks, conda's CPU build; the install commands of a pasted log (rules/mirrors/pasted.py)."""
 
 from __future__ import annotations
 
 from envdoctor.engine import diagnose
+from envdoctor.host.base import UrlStatus
 from envdoctor.host.fake import FakeHost
 from envdoctor.model.findings import Finding, Interpreter, PlatformInfo, ProbeResult, ProbeStatus
-from envdoctor.model.sources import SourcesFacts, UvRoute
+from envdoctor.model.sources import ReachCheck, ReachStatus, SourcesFacts, UvRoute
 from envdoctor.probes.base import ProbeContext
 from envdoctor.probes.mirrors import collect
 from envdoctor.probes.nvml import Gpu, NvmlFacts
+from envdoctor.probes.sources import check_reach, not_checked
 from envdoctor.probes.torch_build import TorchFacts
 from envdoctor.rules.evidence import gather
 from envdoctor.rules.mirrors import pasted
@@ -270,3 +272,64 @@ def test_condas_cpu_build_is_told_from_a_pip_cpu_wheel() -> None:
     pip_cpu = TorchFacts(installed=True, dist_version="2.0.1+cpu", version="2.0.1+cpu")
     assert "ED513" not in codes(report(conda=True, torch=pip_cpu))
     assert "ED513" not in codes(report(conda=False, torch=conda_cpu))
+
+
+# --- ED514 ------------------------------------------------------------------------------------------
+
+DEAD = UrlStatus(None, "Name or service not known")
+REFUSED = UrlStatus(None, "Connection refused")
+
+
+def _asked(answers: dict[str, UrlStatus], offline: bool = False) -> SourcesFacts:
+    """The sources probe's reachability step, asked through a host that answers as scripted."""
+    if offline:
+        return SourcesFacts(reach=not_checked(list(answers), "--offline"), offline=True)
+    return SourcesFacts(reach=check_reach(FakeHost(urls=answers), list(answers)))
+
+
+def test_a_configured_index_that_does_not_resolve_is_named_with_its_variable() -> None:
+    url = "https://ci:s3cr3t@nexus.corp.example/repository/pypi/simple"
+    found = report(environ={"PIP_INDEX_URL": url}, sources=_asked({url: DEAD}))
+    hit = only(found, "ED514")
+    assert "nexus.corp.example" in hit.title and "s3cr3t" not in hit.title + hit.detail
+    assert "(from versions: none)" in hit.detail and "VPN" in hit.detail
+    assert hit.fixes[0].commands == ("unset PIP_INDEX_URL",)
+    assert "HTTPS_PROXY" in hit.fixes[1].summary
+
+
+def test_a_refused_extra_index_in_pip_conf_is_removed_there_keeping_the_others() -> None:
+    dead, alive = "http://10.0.0.5:8080/simple", "https://download.pytorch.org/whl/cu124"
+    conf = f"[global]\nextra-index-url =\n    {dead}\n    {alive}\n"
+    found = report(files={USER_PIP: conf}, sources=_asked({dead: REFUSED, alive: UrlStatus(200)}))
+    hit = only(found, "ED514")
+    assert "refused" in hit.detail and "five retries" in hit.detail
+    assert hit.fixes[0].commands == (
+        "/home/user/project/.venv/bin/python -m pip config --user set global.extra-index-url "
+        "https://download.pytorch.org/whl/cu124",
+    )
+
+
+def test_a_uv_index_variable_that_does_not_answer() -> None:
+    url = "https://mirror.example.invalid/simple"
+    found = report(environ={"UV_INDEX": url}, sources=_asked({url: DEAD}))
+    hit = only(found, "ED514")
+    assert hit.title.startswith("uv's") and "Failed to fetch" in hit.detail
+    assert hit.fixes[0].commands == ("unset UV_INDEX",)
+
+
+def test_slow_offline_unconfigured_proxied_or_known_dropped_indexes_are_not_this_finding() -> None:
+    url = "https://nexus.corp.example/simple"
+    slow = UrlStatus(None, "timed out")
+    assert "ED514" not in codes(report(environ={"PIP_INDEX_URL": url}, sources=_asked({url: slow})))
+    late = SourcesFacts(reach=(ReachCheck(url, ReachStatus.UNREACHABLE, "no answer within 2 s", 2.0),))
+    assert "ED514" not in codes(report(environ={"PIP_INDEX_URL": url}, sources=late))
+    offline = _asked({url: DEAD}, offline=True)
+    assert "ED514" not in codes(report(environ={"PIP_INDEX_URL": url}, sources=offline))
+    # PyPI's default index is asked too, but nobody configured it: an air-gapped machine is no problem.
+    assert "ED514" not in codes(report(sources=_asked({url: DEAD})))
+    # pip reaches it through its own proxy setting, which the reachability check does not use.
+    conf = f"[global]\nindex-url = {url}\nproxy = http://proxy.corp.example:3128\n"
+    assert "ED514" not in codes(report(files={USER_PIP: conf}, sources=_asked({url: DEAD})))
+    douban = "https://pypi.douban.com/simple"
+    dropped = report(environ={"PIP_INDEX_URL": douban}, sources=_asked({douban: DEAD}))
+    assert "ED504" in codes(dropped) and "ED514" not in codes(dropped)

@@ -21,6 +21,7 @@ from envdoctor.rules.mirrors import (
     partial_index,
     stale_mirrors,
     torch_index,
+    unreachable_index,
     uv_project,
     variantless,
 )
@@ -36,4 +37,5 @@ RULES: tuple[Rule, ...] = rules_in(
     variantless,
     uv_project,
     conda_solver,
+    unreachable_index,
 )
