@@ -169,6 +169,18 @@ def fake_hosts_are_strict() -> Iterator[None]:
         pytest.fail("\n".join(dict.fromkeys(unscripted)), pytrace=False)
 
 
+@pytest.fixture(autouse=True)
+def secrets_learned_stay_with_their_test() -> Iterator[None]:
+    """Redaction remembers the secret values it has read (util/redact.py) for the whole process: a
+    test whose files held `https://user:password@...` would mask the word "password" in every later
+    test of its worker, which is right for one envdoctor run and wrong between tests."""
+    from envdoctor.util import redact
+
+    before = redact.learned()
+    yield
+    redact.relearn(before)
+
+
 @pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Callable[..., Run]:
     """`envdoctor ARGV...` run in this process, as a user with no environment activated would run it."""

@@ -207,6 +207,19 @@ def learn_environment(environ: Mapping[str, str]) -> None:
             _learn_one(value, _MIN_NAMED_SECRET)
 
 
+def learned() -> frozenset[str]:
+    """The secret values learned so far in this process."""
+    return frozenset(_LEARNED)
+
+
+def relearn(secrets: frozenset[str]) -> None:
+    """Exactly `secrets` as the learned values: for a process that examines one situation after
+    another (a test suite), so that what one situation's files taught masks nothing in the next."""
+    _LEARNED.clear()
+    _LEARNED.update(secrets)
+    _LEARNED_ORDER[:] = sorted(_LEARNED, key=len, reverse=True)
+
+
 def _mask_learned(text: str) -> str:
     for secret in _LEARNED_ORDER:
         if secret in text:
