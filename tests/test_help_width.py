@@ -52,3 +52,25 @@ def test_every_help_page_fits_its_terminal(width: int) -> None:
         # one runs into it: "╭─ Expectations (also in ... ta─╮".
         titles = [line for line in lines if line.startswith("╭─")]
         assert all(re.fullmatch(r"╭─ .+? ─+╮", t) for t in titles), (where, titles)
+
+
+def test_every_option_that_takes_a_value_names_it() -> None:
+    """`--python PYTHON`, `--timeout SECONDS`: a word for what goes there, never typer's `<str>`."""
+    import typer.main
+
+    from envdoctor.cli.root import app
+
+    unnamed = []
+
+    def walk(command: object, path: list[str]) -> None:
+        subcommands = getattr(command, "commands", None)
+        if subcommands:
+            for name, sub in subcommands.items():
+                walk(sub, [*path, name])
+            return
+        for param in getattr(command, "params", ()):
+            if param.metavar is None and not getattr(param, "is_flag", False) and param.name != "help":
+                unnamed.append(f"{' '.join(path)} {'/'.join(param.opts)}")
+
+    walk(typer.main.get_command(app), [])
+    assert unnamed == []

@@ -550,3 +550,68 @@ def test_the_healthy_machine_stays_quiet_with_every_new_fact() -> None:
         )
     }
     assert not {c for c in _codes(_findings(facts)) if c.startswith("ED4")}
+
+
+# --- ED424: a sub-library torch's cuDNN wheel lacks, answered by a system cuDNN ----------------------
+
+CUDNN9_WHEEL = ["libcudnn.so.9", "libcudnn_graph.so.9", "libcudnn_ops.so.9", "libcudnn_cnn.so.9"]
+
+
+def test_the_system_folders_are_read_where_torchs_cudnn_wheel_is_installed() -> None:
+    machine = _linux().program("nvcc", None)
+    machine.folder(f"{SITE}/nvidia_cudnn_cu13-9.20.0.48.dist-info")
+    machine.files(f"{SITE}/nvidia/cudnn/lib", *CUDNN9_WHEEL)
+    machine.files(
+        "/usr/lib/x86_64-linux-gnu",
+        "libc.so.6",
+        "libcudnn.so.9.23.2",
+        "libcudnn_engines_tensor_ir.so.9",
+        "libcudnn_engines_tensor_ir.so.9.23.2",
+    )
+    machine.absent("/etc/ld.so.conf.d", "/usr/lib/aarch64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib64")
+    machine.absent("/usr/lib", "/usr/local/lib")
+    facts = _facts(machine)
+    assert facts.soname_users == ()
+    assert [(c.directory, c.version) for c in facts.system_libraries] == [
+        ("/usr/lib/x86_64-linux-gnu", "9.23.2")
+    ]
+    assert "libc.so.6" not in facts.system_libraries[0].files
+
+
+def _cudnn_wheel(files: list[str], version: str = "9.20.0.48") -> dict[str, Any]:
+    lib = f"{SITE}/nvidia/cudnn/lib"
+    return {
+        "family": "cudnn",
+        "directory": lib,
+        "resolved": lib,
+        "files": files,
+        "version": version,
+        "package": f"nvidia_cudnn_cu13-{version}.dist-info",
+    }
+
+
+def _system_cudnn(files: list[str], version: str | None) -> dict[str, Any]:
+    folder = "/usr/lib/x86_64-linux-gnu"
+    return {"family": "cudnn", "directory": folder, "resolved": folder, "files": files, "version": version}
+
+
+def test_a_sub_library_only_the_system_cudnn_has_is_named_with_the_package_to_look_for() -> None:
+    system = _system_cudnn(["libcudnn.so.9.23.2", "libcudnn_engines_tensor_ir.so.9.23.2"], "9.23.2")
+    facts = {"toolkit": _toolkit(bundled_libraries=[_cudnn_wheel(CUDNN9_WHEEL)], system_libraries=[system])}
+    said = "RuntimeError: cudnnFinalize failed cudnn_status: CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH"
+    ed424 = next(f for f in _findings(facts, pasted=said) if f.code == "ED424")
+    assert "libcudnn_engines_tensor_ir.so.9" in ed424.title and "9.23.2" in ed424.title
+    assert "CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH" in ed424.detail
+    assert ed424.fixes[0].commands == ("dpkg -S /usr/lib/x86_64-linux-gnu/libcudnn_engines_tensor_ir.so.9",)
+    assert "ED407" not in _codes(_findings(facts))  # nothing on LD_LIBRARY_PATH
+
+
+def test_a_system_cudnn_of_the_same_release_or_another_major_is_no_mix() -> None:
+    same = _system_cudnn(["libcudnn_engines_tensor_ir.so.9.20.0"], "9.20.0.48")
+    other_major = _system_cudnn(["libcudnn.so.8.9.7", "libcudnn_ops_infer.so.8"], "8.9.7")
+    complete = _system_cudnn(["libcudnn_graph.so.9.23.2", "libcudnn_ops.so.9"], "9.23.2")
+    for system in (same, other_major, complete):
+        facts = {
+            "toolkit": _toolkit(bundled_libraries=[_cudnn_wheel(CUDNN9_WHEEL)], system_libraries=[system])
+        }
+        assert "ED424" not in _codes(_findings(facts)), system

@@ -30,13 +30,21 @@ def check(
         help="The interpreter to examine: a path, an environment folder (.venv) or a command on PATH "
         "(python3.12); default: $VIRTUAL_ENV, $CONDA_PREFIX, else the one envdoctor runs in, or, where "
         "that has no torch (pipx, uv tool), ./.venv, ./venv, the conda base or python3 on PATH.",
+        metavar="PYTHON",
     ),
     from_snapshot: Optional[str] = typer.Option(
-        None, "--from", help="Diagnose a snapshot written by `envdoctor snapshot` instead."
+        None,
+        "--from",
+        help="Diagnose a snapshot written by `envdoctor snapshot` instead.",
+        metavar="SNAPSHOT",
     ),
-    timeout: float = typer.Option(60.0, "--timeout", help="Seconds the whole check may take."),
+    timeout: float = typer.Option(
+        60.0, "--timeout", help="Seconds the whole check may take.", metavar="SECONDS"
+    ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the facts behind each area."),
-    output: Optional[str] = typer.Option(None, "--output", "-o", help="Write the report to FILE."),
+    output: Optional[str] = typer.Option(
+        None, "--output", "-o", help="Write the report to FILE.", metavar="FILE"
+    ),
     no_smoke: bool = typer.Option(
         False, "--no-smoke", help="Skip the smoke test (matmul, autograd, fp16/bf16, conv on each device)."
     ),
@@ -95,10 +103,16 @@ def check(
 
 
 def snapshot(
-    output: Optional[str] = typer.Option(None, "--output", "-o", help="File to write (default: stdout)."),
-    python: Optional[str] = typer.Option(None, "--python", help="The interpreter to examine."),
-    timeout: float = typer.Option(60.0, "--timeout", help="Seconds the probes may take."),
-    description: str = typer.Option("", "--description", help="A note stored in the snapshot."),
+    output: Optional[str] = typer.Option(
+        None, "--output", "-o", help="File to write (default: stdout).", metavar="FILE"
+    ),
+    python: Optional[str] = typer.Option(
+        None, "--python", help="The interpreter to examine.", metavar="PYTHON"
+    ),
+    timeout: float = typer.Option(60.0, "--timeout", help="Seconds the probes may take.", metavar="SECONDS"),
+    description: str = typer.Option(
+        "", "--description", help="A note stored in the snapshot.", metavar="TEXT"
+    ),
     no_smoke: bool = typer.Option(False, "--no-smoke", help="Skip the smoke test."),
     smoke_size: Optional[int] = typer.Option(
         None, "--smoke-size", metavar="N", help="Smoke-test matrix size (see `check --help`)."
@@ -127,10 +141,16 @@ def bug_report(
         help="markdown, or json for the snapshot.",
         case_sensitive=False,
     ),
-    python: Optional[str] = typer.Option(None, "--python", help="The interpreter to examine."),
-    from_snapshot: Optional[str] = typer.Option(None, "--from", help="Report on a snapshot instead."),
-    timeout: float = typer.Option(60.0, "--timeout", help="Seconds the probes may take."),
-    output: Optional[str] = typer.Option(None, "--output", "-o", help="Write the report to FILE."),
+    python: Optional[str] = typer.Option(
+        None, "--python", help="The interpreter to examine.", metavar="PYTHON"
+    ),
+    from_snapshot: Optional[str] = typer.Option(
+        None, "--from", help="Report on a snapshot instead.", metavar="SNAPSHOT"
+    ),
+    timeout: float = typer.Option(60.0, "--timeout", help="Seconds the probes may take.", metavar="SECONDS"),
+    output: Optional[str] = typer.Option(
+        None, "--output", "-o", help="Write the report to FILE.", metavar="FILE"
+    ),
     offline: bool = typer.Option(False, "--offline", help=shared.OFFLINE_HELP),
 ) -> None:
     import os

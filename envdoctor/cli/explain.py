@@ -22,7 +22,9 @@ def list_rules(
     shared.write(body(fmt.value), None)
 
 
-def explain(code: str = typer.Argument(..., help="A rule code such as ED101, or its name.")) -> None:
+def explain(
+    code: str = typer.Argument(..., metavar="CODE", help="A rule code such as ED101, or its name."),
+) -> None:
     from envdoctor.cli.lean import CommandError
     from envdoctor.cli.lean import explain as body
 

@@ -37,7 +37,7 @@ def _interactive() -> bool:
 
 def fix(
     python: Optional[str] = typer.Option(
-        None, "--python", help="The interpreter to repair (default: as `check` chooses)."
+        None, "--python", help="The interpreter to repair (default: as `check` chooses).", metavar="PYTHON"
     ),
     yes: bool = typer.Option(
         False, "--yes", "-y", help="Apply without asking (CI; needed without a terminal)."
@@ -46,9 +46,9 @@ def fix(
     notes: bool = typer.Option(
         False, "--notes", help="Also run the install fixes of notes (info-level findings), which fix skips."
     ),
-    timeout: float = typer.Option(60.0, "--timeout", help="Seconds each check may take."),
+    timeout: float = typer.Option(60.0, "--timeout", help="Seconds each check may take.", metavar="SECONDS"),
     command_timeout: float = typer.Option(
-        1800.0, "--command-timeout", help="Seconds each install command may take."
+        1800.0, "--command-timeout", help="Seconds each install command may take.", metavar="SECONDS"
     ),
     no_smoke: bool = typer.Option(False, "--no-smoke", help="Skip the smoke test in both checks."),
     offline: bool = typer.Option(

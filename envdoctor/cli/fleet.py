@@ -68,7 +68,7 @@ def emit(report: Any, fmt: ReportFormat, verbose: bool, output: str | None) -> N
 _FORMAT = typer.Option(
     ReportFormat.console, "--format", "-f", metavar="FORMAT", help=_FORMAT_HELP, case_sensitive=False
 )
-_OUTPUT = typer.Option(None, "--output", "-o", help="Write the report to FILE.")
+_OUTPUT = typer.Option(None, "--output", "-o", help="Write the report to FILE.", metavar="FILE")
 _VERBOSE = typer.Option(False, "--verbose", "-v", help="Show each finding's evidence.")
 
 
@@ -126,13 +126,17 @@ def cluster(
     output: Optional[str] = _OUTPUT,
     verbose: bool = _VERBOSE,
     timeout: float = typer.Option(
-        120.0, "--timeout", help="Seconds until rank 0 prints the report, whatever the other ranks do."
+        120.0,
+        "--timeout",
+        help="Seconds until rank 0 prints the report, whatever the other ranks do.",
+        metavar="SECONDS",
     ),
     backend: Backend = typer.Option(
         Backend.auto,
         "--backend",
         help="auto: nccl when every rank has a CUDA device, else gloo.",
         case_sensitive=False,
+        metavar="BACKEND",
     ),
     no_smoke: bool = typer.Option(False, "--no-smoke", help="Skip each node's smoke test."),
     smoke_size: Optional[int] = typer.Option(

@@ -52,6 +52,7 @@ _OPTIONS: tuple[tuple[str, Any, Any], ...] = (
             help="Read settings from this TOML file (default: ./envdoctor.toml, else the "
             "tool.envdoctor table of ./pyproject.toml). Command-line options win.",
             rich_help_panel=_REQUIRE,
+            metavar="FILE",
         ),
     ),
     (

@@ -87,15 +87,21 @@ def register(app: typer.Typer, fail: Callable[[str], NoReturn]) -> None:
     @app.command("update", help=COMMAND_HELP["update"])
     def update(
         index_url: Optional[str] = typer.Option(
-            None, "--index-url", help="The default index to read (a simple index URL); default: pip's."
+            None,
+            "--index-url",
+            help="The default index to read (a simple index URL); default: pip's.",
+            metavar="URL",
         ),
         pytorch_index: Optional[str] = typer.Option(
             None,
             "--pytorch-index",
             help="PyTorch's wheel index or a mirror of it: variant pages below it (default: PyTorch's).",
+            metavar="URL",
         ),
         offline: bool = typer.Option(False, "--offline", help="Refuse: an update needs the network."),
-        timeout: float = typer.Option(30.0, "--timeout", help="Seconds the whole update may take."),
+        timeout: float = typer.Option(
+            30.0, "--timeout", help="Seconds the whole update may take.", metavar="SECONDS"
+        ),
     ) -> None:
         import sys
 

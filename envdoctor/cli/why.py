@@ -107,15 +107,19 @@ def why(
         help="console, json (check's schema, with what supports each finding) or markdown.",
         case_sensitive=False,
     ),
-    python: Optional[str] = typer.Option(None, "--python", help="The interpreter to examine (see `check`)."),
+    python: Optional[str] = typer.Option(
+        None, "--python", help="The interpreter to examine (see `check`).", metavar="PYTHON"
+    ),
     from_snapshot: Optional[str] = typer.Option(
         None, "--from", metavar="SNAPSHOT", help="Explain with a snapshot's facts instead of this machine's."
     ),
-    timeout: float = typer.Option(60.0, "--timeout", help="Seconds the check may take."),
+    timeout: float = typer.Option(60.0, "--timeout", help="Seconds the check may take.", metavar="SECONDS"),
     no_smoke: bool = typer.Option(False, "--no-smoke", help="Skip the smoke test."),
     offline: bool = typer.Option(False, "--offline", help=shared.OFFLINE_HELP),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the facts behind each area."),
-    output: Optional[str] = typer.Option(None, "--output", "-o", help="Write the report to FILE."),
+    output: Optional[str] = typer.Option(
+        None, "--output", "-o", help="Write the report to FILE.", metavar="FILE"
+    ),
 ) -> None:
     from envdoctor.cli.options import ReportFormat, emit, settings_for
     from envdoctor.engine import judge, selected_probes

@@ -220,8 +220,8 @@ class ToolkitFacts:
     temp: TempSpace | None = None
     torch_cuda_arch_list: str | None = None  # TORCH_CUDA_ARCH_LIST as the environment sets it
     soname_users: tuple[InstalledPackage, ...] = ()
-    # The watched libraries in the loader's own folders (/usr/lib/<triplet>, the ld.so.conf.d
-    # folders); read only where a package that needs them by soname is installed.
+    # The cuDNN libraries in the loader's own folders (/usr/lib/<triplet>, the ld.so.conf.d
+    # folders); read where a package needs cuDNN by soname or torch's cuDNN wheel is installed.
     system_libraries: tuple[LibraryCopy, ...] = ()
     build_requirements: BuildRequirements | None = None
 
@@ -845,6 +845,10 @@ def collect(ctx: ProbeContext) -> ToolkitFacts:
         errors.append(compiler.error)
     site_packages = () if paths.windows else _site_packages(host, ctx.target.info.prefix, paths)
     soname_users = _soname_users(host, site_packages)
+    bundled = _bundled(host, site_packages, plat.os)
+    # The loader's own folders: where a package that loads cuDNN by soname finds it (ED422), and
+    # where the sub-libraries torch's cuDNN wheel lacks come from (ED424).
+    wheel_cudnn = any(c.family == "cudnn" for c in bundled)
     shell = env.get("SHELL")
     return ToolkitFacts(
         os=plat.os,
@@ -857,7 +861,7 @@ def collect(ctx: ProbeContext) -> ToolkitFacts:
         cuda_bins=_cuda_bins(host, path_entries, paths, nvcc),
         cuda_home=home,
         loader_path_libraries=loader,
-        bundled_libraries=_bundled(host, site_packages, plat.os),
+        bundled_libraries=bundled,
         site_packages=site_packages,
         conda_packages=conda,
         errors=tuple(errors),
@@ -868,7 +872,7 @@ def collect(ctx: ProbeContext) -> ToolkitFacts:
         temp=_temp(host, paths),
         torch_cuda_arch_list=env.get("TORCH_CUDA_ARCH_LIST"),
         soname_users=soname_users,
-        system_libraries=_system_libraries(host, plat.os) if soname_users else (),
+        system_libraries=_system_libraries(host, plat.os) if soname_users or wheel_cudnn else (),
         build_requirements=_build_requirements(host, paths),
     )
 

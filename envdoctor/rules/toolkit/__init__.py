@@ -8,6 +8,7 @@ from envdoctor.rules.base import Rule, rules_in
 from envdoctor.rules.toolkit import (
     build_tools,
     cpp_extension,
+    cudnn_sublibraries,
     extension_setup,
     library_shadowing,
     loader_paths,
@@ -23,4 +24,5 @@ RULES: tuple[Rule, ...] = rules_in(
     extension_setup,
     build_tools,
     loader_paths,
+    cudnn_sublibraries,
 )
