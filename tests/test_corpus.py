@@ -64,7 +64,6 @@ def test_the_corpus_is_large_and_scores_at_least_95_percent() -> None:
 # thin: a third thread must remove it (the test says so), and no other rule may join silently.
 KNOWN_THIN = {
     "ED424": 2,  # torch's cuDNN wheel lacks an engine a system cuDNN has: a new packaging fault (2026)
-    "ED514": 2,  # a configured index that does not answer: most threads end with the server back up
     "ED409": 2,  # a CUDA bin folder before torch's DLLs on Windows: Linux or unresolved threads
     "ED608": 1,  # cuDNN/cuBLAS DLLs on PATH: fixes align versions instead of PATH
     "ED611": 1,  # an older DLL copy loading first: "%1" errors (ED604's) or no confirmed cause
