@@ -233,6 +233,43 @@ def test_a_page_that_failed_keeps_what_the_overlay_knew_from_it(
     assert "torch==2.16.0" in planned.stdout and "/whl/cpu" in planned.stdout
 
 
+@pytest.mark.slow
+def test_a_first_update_with_a_page_that_failed_takes_its_builds_from_the_newest_known_release(
+    tmp_path: Path,
+) -> None:
+    """No overlay before, and the cpu page does not answer: 2.16.0 is seen on the other pages only.
+    Its CPU build is taken to exist as 2.13.0's does, marked assumed and said so, so that `install
+    --torch 2.16.0 --cuda cpu` plans it instead of "no cpu build for linux-x86_64" (issue 20 item 6,
+    as a partial update on a machine that cannot reach PyTorch's host left it)."""
+    import shutil
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    broken = tmp_path / "index"
+    build_index(broken)
+    shutil.rmtree(broken / "whl" / "cpu" / "torch")
+    with serve(broken) as served:
+        done = _run(
+            cache, "update", "--index-url", f"{served.url}/simple", "--pytorch-index", f"{served.url}/whl"
+        )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "torch 2.16.0: cpu on linux-x86_64 taken to exist, as for" in done.stdout, done.stdout
+    row = {r["torch"]: r for r in _overlay(cache)["releases"]}["2.16.0"]
+    assert "cpu" in row["platforms"]["linux-x86_64"]["variants"]
+    assert "platforms.linux-x86_64.variants" in row["assumed_fields"]
+    assert row["torchvision"] != knowledge_newest_torchvision()  # never another release's companion
+    described = ("--torch", "2.16.0", "--cuda", "cpu", "--os", "linux", "--python", "3.12")
+    planned = _run(cache, "install", *described)
+    assert planned.returncode == 0, planned.stdout + planned.stderr
+    assert "torch==2.16.0" in planned.stdout and "/whl/cpu" in planned.stdout
+
+
+def knowledge_newest_torchvision() -> str | None:
+    from envdoctor import knowledge
+
+    return knowledge.builtin_releases()[-1].torchvision
+
+
 def _closed_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

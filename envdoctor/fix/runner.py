@@ -93,7 +93,10 @@ def describe_plan(selection: Selection, planned: Sequence[changes.Change]) -> st
 def describe_manual(selection: Selection) -> str:
     if not selection.manual:
         return ""
-    lines = ["Not run by envdoctor fix (drivers, system packages and settings need you, sudo or a reboot):"]
+    lines = [
+        "Not run by envdoctor fix (drivers, system packages, settings and downloads on another machine "
+        "need you, sudo or a reboot):"
+    ]
     for step in selection.manual:
         lines.append(f"  [{step.code}] {step.title}")
         for fix in step.fixes:

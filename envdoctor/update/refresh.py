@@ -1,10 +1,11 @@
 """Refresh the release data: gather what the indexes show, assemble the rows, write the overlay.
 
 Only releases newer than the built-in data are written. "Could not read" never becomes "does not
-exist": an overlay already there keeps the releases this run did not see again, and a release seen
+exist": an overlay already there keeps the releases this run did not see again, a release seen
 again keeps, from the overlay before, every build whose page did not answer this time (a failed
-cpu page must not take 2.14.1's CPU build away). The overlay records which pages were read and
-which were not; an update that missed some says so and exits 1.
+cpu page must not take 2.14.1's CPU build away), and a release seen for the first time while
+pages failed takes those pages' builds from the newest known release, marked assumed. The overlay
+records which pages were read and which were not; an update that missed some says so and exits 1.
 """
 
 from __future__ import annotations
@@ -92,23 +93,46 @@ def _previous(path: str, torch: str) -> Mapping[str, Any] | None:
     return next((row for row in before.rows if row.get("torch") == torch), None)
 
 
+def _stand_in_row(release: Release) -> dict[str, Any]:
+    """A release of the data as an overlay row: what a new release's unread pages are taken to hold."""
+    return {
+        "torch": release.torch,
+        "platforms": {
+            name: {"variants": list(builds.variants), "pypi": builds.pypi}
+            for name, builds in release.platforms
+        },
+        "cuda": list(release.cuda),
+        "rocm": list(release.rocm),
+        "python": list(release.python),
+    }
+
+
 def _with_unread_builds(
-    row: dict[str, Any], previous: Mapping[str, Any] | None, unread: tuple[Page, ...]
-) -> dict[str, Any]:
-    """`row` as this run built it, plus what the overlay before knew from pages that did not
-    answer now: the variants of unread PyTorch pages, the default index's build where its page was
-    unread, the companions where their pages were."""
-    if previous is None or not unread:
-        return row
+    row: dict[str, Any],
+    previous: Mapping[str, Any] | None,
+    unread: tuple[Page, ...],
+    stand_in: Mapping[str, Any] | None = None,
+) -> tuple[dict[str, Any], list[str]]:
+    """`row` as this run built it, plus what was known from pages that did not answer now: the
+    overlay before's row for this release, else (a release this run saw for the first time) the
+    newest known release's builds, marked assumed. The variants of unread PyTorch pages, the default
+    index's build where its page was unread, the companions where their pages were (never from a
+    stand-in: another release's companions). Also one line per platform whose builds were carried."""
+    source = previous if previous is not None else stand_in
+    if source is None or not unread:
+        return row, []
     variants = {p.variant for p in unread if p.source == "pytorch" and p.project == "torch"}
     default_unread = any(p.source == "default" and p.project == "torch" for p in unread)
     merged = copy.deepcopy(row)
     platforms: dict[str, Any] = merged.setdefault("platforms", {})
-    for name, builds in (previous.get("platforms") or {}).items():
+    carried: list[str] = []
+    for name, builds in (source.get("platforms") or {}).items():
         keep = [v for v in builds.get("variants", []) if v in variants]
         if default_unread and builds.get("pypi") and builds["pypi"] != NOT_ON_DEFAULT_INDEX:
             keep.append(builds["pypi"])
-        if not keep:
+        now = platforms.get(name, {"variants": []})
+        added = sorted(set(keep) - set(now["variants"]), key=variant_order)
+        if not added:
             continue
         now = platforms.setdefault(name, {"variants": [], "pypi": builds.get("pypi", "")})
         now["variants"] = sorted(set(now["variants"]) | set(keep), key=variant_order)
@@ -118,12 +142,21 @@ def _with_unread_builds(
             now["python"] = sorted(
                 set(now.get("python", merged.get("python", []))) | set(builds["python"]), key=Version
             )
+        if previous is None:
+            merged.setdefault("assumed_fields", []).append(f"platforms.{name}.variants")
+            carried.append(
+                f"torch {row['torch']}: {', '.join(added)} on {name} taken to exist, as for "
+                f"{source['torch']} (their pages did not answer)"
+            )
+    if previous is None and not carried:
+        return row, []
     for key in ("cuda", "rocm", "python"):
-        merged[key] = sorted(set(merged.get(key, [])) | set(previous.get(key, [])), key=Version)
-    for project in ("torchvision", "torchaudio"):
-        if merged.get(project) is None and any(p.project == project for p in unread):
-            merged[project] = previous.get(project)
-    return merged
+        merged[key] = sorted(set(merged.get(key, [])) | set(source.get(key, [])), key=Version)
+    if previous is not None:
+        for project in ("torchvision", "torchaudio"):
+            if merged.get(project) is None and any(p.project == project for p in unread):
+                merged[project] = previous.get(project)
+    return merged, carried
 
 
 def refresh(
@@ -147,7 +180,13 @@ def refresh(
         raise UpdateError(f"no index answered ({shown or 'no pages'}); nothing was written")
     built = assemble(seen, found, known)
     unread = tuple(f.page for f in (*seen.failures, *found.failures) if f.page is not None)
-    fresh_rows = [_with_unread_builds(row, _previous(path, row["torch"]), unread) for row in built.rows]
+    stand_in = _stand_in_row(known[-1]) if known else None
+    fresh_rows: list[dict[str, Any]] = []
+    carried: list[str] = []
+    for row in built.rows:
+        merged, lines = _with_unread_builds(row, _previous(path, row["torch"]), unread, stand_in)
+        fresh_rows.append(merged)
+        carried += lines
     kept_rows, kept_arch_lists, kept_drivers = _kept(path, {row["torch"] for row in fresh_rows})
     drivers = {row["cuda"]: row for row in kept_drivers}
     drivers.update(built.drivers)
@@ -176,7 +215,7 @@ def refresh(
         path=path,
         data=data,
         new=tuple(built.new),
-        assumed=tuple(built.assumed),
+        assumed=(*built.assumed, *carried),
         failures=tuple(seen.failures + found.failures),
         pages=seen.pages,
         metadata=found.read,
