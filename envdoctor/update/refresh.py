@@ -83,14 +83,15 @@ def _kept(path: str, fresh: set[str]) -> tuple[list[Any], list[Any], list[Any]]:
     return rows, arch_lists, drivers
 
 
-def _previous(path: str, torch: str) -> Mapping[str, Any] | None:
+def _previous_rows(path: str) -> dict[str, Mapping[str, Any]]:
+    """The overlay already there, by release (read once per update), or nothing."""
     try:
         before = overlay_file.read(path)
     except overlay_file.OverlayError:
-        return None
+        return {}
     if before is None:
-        return None
-    return next((row for row in before.rows if row.get("torch") == torch), None)
+        return {}
+    return {str(row.get("torch")): row for row in before.rows}
 
 
 def _stand_in_row(release: Release) -> dict[str, Any]:
@@ -183,8 +184,9 @@ def refresh(
     stand_in = _stand_in_row(known[-1]) if known else None
     fresh_rows: list[dict[str, Any]] = []
     carried: list[str] = []
+    previous = _previous_rows(path)
     for row in built.rows:
-        merged, lines = _with_unread_builds(row, _previous(path, row["torch"]), unread, stand_in)
+        merged, lines = _with_unread_builds(row, previous.get(row["torch"]), unread, stand_in)
         fresh_rows.append(merged)
         carried += lines
     kept_rows, kept_arch_lists, kept_drivers = _kept(path, {row["torch"] for row in fresh_rows})

@@ -25,7 +25,9 @@ def note_text(note: str) -> str:
 
 
 @record
-class _Configured:
+class ConfiguredUrl:
+    """One URL a package tool is configured with, and where: what ED504 and ED514 judge."""
+
     tool: str
     setting: str  # index-url, extra-index-url, channels, custom_channels, index, ...
     url: str
@@ -33,26 +35,26 @@ class _Configured:
     line: int | None
 
 
-def configured_urls(facts: MirrorFacts) -> Iterator[_Configured]:
+def configured_urls(facts: MirrorFacts) -> Iterator[ConfiguredUrl]:
     """Every URL a tool uses now (pip: the effective values; conda: merged; uv: all indexes)."""
     for key in ("index-url", "extra-index-url", "find-links"):
         setting = facts.pip.get(key)
         if setting is None:
             continue
         for url in setting.items:
-            yield _Configured("pip", key, url, setting.origin, setting.line)
+            yield ConfiguredUrl("pip", key, url, setting.origin, setting.line)
     conda = facts.conda
     for key in ("channels", "default_channels"):
         for channel, where in conda.merged_list(key):
             if "://" in channel:
-                yield _Configured("conda", key, channel, where.origin, where.line)
+                yield ConfiguredUrl("conda", key, channel, where.origin, where.line)
     for name, url, where in conda.custom_channels():
-        yield _Configured("conda", f"custom_channels.{name}", url, where.origin, where.line)
+        yield ConfiguredUrl("conda", f"custom_channels.{name}", url, where.origin, where.line)
     alias = conda.last("channel_alias")
     if alias is not None and alias.value:
-        yield _Configured("conda", "channel_alias", alias.value, alias.origin, alias.line)
+        yield ConfiguredUrl("conda", "channel_alias", alias.value, alias.origin, alias.line)
     for index in facts.uv.indexes:
-        yield _Configured("uv", index.via, index.url, index.origin, index.line)
+        yield ConfiguredUrl("uv", index.via, index.url, index.origin, index.line)
 
 
 def _replacement(index: KnownIndex) -> KnownIndex | None:
@@ -66,7 +68,7 @@ def _replacement(index: KnownIndex) -> KnownIndex | None:
     return None
 
 
-def _missing_channels(item: _Configured, known: KnownIndex) -> tuple[str, ...]:
+def _missing_channels(item: ConfiguredUrl, known: KnownIndex) -> tuple[str, ...]:
     """The channels a conda setting takes from a mirror that does not carry them itself."""
     if item.tool != "conda" or not known.channels_missing:
         return ()
@@ -79,7 +81,7 @@ def _missing_channels(item: _Configured, known: KnownIndex) -> tuple[str, ...]:
     return (reached,) if reached in known.channels_missing else ()
 
 
-def _stale_hit(ctx: RuleContext, item: _Configured, known: KnownIndex, where: str) -> Hit:
+def _stale_hit(ctx: RuleContext, item: ConfiguredUrl, known: KnownIndex, where: str) -> Hit:
     facts = ctx.need(MirrorFacts)
     better = _replacement(known)
     fixes: list[Fix] = []
@@ -107,7 +109,7 @@ def _stale_hit(ctx: RuleContext, item: _Configured, known: KnownIndex, where: st
     )
 
 
-def _missing_channel_hit(item: _Configured, known: KnownIndex, missing: tuple[str, ...], where: str) -> Hit:
+def _missing_channel_hit(item: ConfiguredUrl, known: KnownIndex, missing: tuple[str, ...], where: str) -> Hit:
     names = " and ".join(missing)
     channels = f"channel{'s' if len(missing) > 1 else ''}"
     return Hit(

@@ -20,7 +20,7 @@ from envdoctor.rules.base import Hit, RuleContext, RuleDoc, rule
 from envdoctor.rules.env_edits import unset_command
 from envdoctor.rules.mirrors.config_edits import PIP_CONFIG_DOCS, origin_line, pip_edit_fix
 from envdoctor.rules.mirrors.index_variables import UV_ENV_DOCS
-from envdoctor.rules.mirrors.stale_mirrors import configured_urls
+from envdoctor.rules.mirrors.stale_mirrors import ConfiguredUrl, configured_urls
 from envdoctor.rules.mirrors.urls import without_credentials
 
 # What pip and uv do with an index that does not answer, by the setting that names it.
@@ -109,21 +109,13 @@ def configured_index_unreachable(ctx: RuleContext) -> Iterator[Hit]:
         if known is not None and known.status in (IndexStatus.STALE, IndexStatus.DROPPED):
             continue
         seen.add(item.url)
-        yield _hit(ctx, facts, item.tool, item.setting, item.url, item.origin, item.line, check)
+        yield _hit(ctx, facts, item, check)
 
 
-def _hit(
-    ctx: RuleContext,
-    facts: MirrorFacts,
-    tool: str,
-    setting: str,
-    url: str,
-    origin: str,
-    line: int | None,
-    check: ReachCheck,
-) -> Hit:
+def _hit(ctx: RuleContext, facts: MirrorFacts, item: ConfiguredUrl, check: ReachCheck) -> Hit:
+    tool, setting, url, origin = item.tool, item.setting, item.url, item.origin
     shown = without_credentials(url)
-    where = origin_line(origin, line, facts.home)
+    where = origin_line(origin, item.line, facts.home)
     consequence = _UV_CONSEQUENCE
     if tool == "pip":
         consequence = _CONSEQUENCE.get(setting, _CONSEQUENCE["extra-index-url"])
@@ -138,7 +130,7 @@ def _hit(
                 + ", or point it at an index that answers from here"
             )
             fixes.append(pip_edit_fix(ctx, facts.pip, pip_setting, remaining, summary, facts.home))
-    elif origin.isupper() and "/" not in origin and "\\" not in origin:
+    elif origin.startswith("UV_"):  # UV_INDEX, UV_EXTRA_INDEX_URL, ...: a variable, not a file
         fixes.append(
             Fix(
                 summary=f"Unset {origin} where it is set (shell profile, CI settings), or point it at an "
